@@ -1,0 +1,5 @@
+"""``python -m helmsim`` runs the CLI."""
+
+from helmsim.cli import main
+
+main()

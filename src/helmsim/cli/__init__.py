@@ -1,0 +1,14 @@
+"""Command-line interface. Each command lives in its own module and registers itself on ``app``."""
+
+from __future__ import annotations
+
+from helmsim.cli import render as _render  # noqa: F401
+from helmsim.cli.app import app
+
+
+def main() -> None:
+    """Entry point of the ``helmsim`` script and ``python -m helmsim``."""
+    app()
+
+
+__all__ = ["app", "main"]

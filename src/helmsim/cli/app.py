@@ -1,0 +1,66 @@
+"""The Typer application and the conventions every command shares."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from helmsim.errors import InputError
+
+app = typer.Typer(
+    name="helmsim",
+    help="Rehearse Helm and Flux rollouts offline: render, plan, simulate and explain.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+# Wide, colourless output when not on a terminal keeps reports stable for CI and tests.
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+
+def _version(value: bool) -> None:
+    if value:
+        from helmsim import __version__
+
+        console.print(f"helmsim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Rehearse Helm and Flux rollouts offline: render, plan, simulate and explain."""
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_BAD_INPUT = 2
+
+
+def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
+    """Register a command whose ``InputError`` becomes one line on stderr and exit code 2."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*a: Any, **k: Any) -> Any:
+            try:
+                return fn(*a, **k)
+            except InputError as err:
+                err_console.print(f"error: {err}", markup=False)
+                raise typer.Exit(EXIT_BAD_INPUT) from None
+
+        app.command(*args, **kwargs)(wrapper)
+        return fn
+
+    return decorate

@@ -1,0 +1,37 @@
+"""``helmsim render``: render a chart with Helm's own engine, like `helm template`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from helmsim import render as rendering
+from helmsim.cli import options
+from helmsim.cli.app import command, console
+from helmsim.inputs import load_release
+
+
+@command("render")
+def render_cmd(
+    target: Annotated[str, typer.Argument(help="Chart directory or .tgz, rendered YAML file or directory, or - for stdin.")],
+    values: options.Values = None,
+    set_: options.Set = None,
+    release_name: options.ReleaseName = rendering.DEFAULT_RELEASE_NAME,
+    namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
+    kube_version: options.KubeVersion = None,
+    api_versions: options.ApiVersions = None,
+    include_crds: options.IncludeCrds = False,
+) -> None:
+    """Render a chart with Helm's engine and print the manifest as `helm template` does."""
+    opts = rendering.RenderOptions(
+        release_name=release_name,
+        namespace=namespace,
+        values=rendering.load_values(values or [], set_ or []),
+        kube_version=kube_version,
+        api_versions=tuple(api_versions or ()),
+    )
+    release = load_release(target, opts, include_crds=include_crds)
+    release.parse(namespace)  # validate: bad documents are reported with file and line
+    files = [rendering.RenderedFile(path=p, content=c) for p, c in release.files]
+    console.out(rendering.format_like_helm_template(files), end="", highlight=False)

@@ -1,0 +1,38 @@
+"""Turn what the user points at (a chart, a rendered file or directory, stdin) into documents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from helmsim import render
+from helmsim.manifests import ParseResult, parse_documents, read_manifest_input
+
+
+@dataclass(frozen=True)
+class ReleaseInput:
+    """Rendered files of one release, and the chart they came from when there was one."""
+
+    files: tuple[tuple[str, str], ...]
+    chart_name: str = ""
+    chart_version: str = ""
+    from_chart: bool = False
+
+    def parse(self, namespace: str, cluster_scoped: tuple[str, ...] = ()) -> ParseResult:
+        """Resources of this release with namespaces defaulted to ``namespace``."""
+        return parse_documents(self.files, namespace=namespace, cluster_scoped=cluster_scoped)
+
+
+def load_release(
+    target: str, opts: render.RenderOptions, *, include_crds: bool = False
+) -> ReleaseInput:
+    """Render ``target`` when it is a chart; otherwise read it as already-rendered YAML."""
+    if target != "-" and render.is_chart_dir(Path(target)):
+        chart = render.render_chart(target, opts, include_crds=include_crds)
+        return ReleaseInput(
+            files=tuple((f.path, f.content) for f in chart.files),
+            chart_name=chart.chart_name,
+            chart_version=chart.chart_version,
+            from_chart=True,
+        )
+    return ReleaseInput(files=tuple(read_manifest_input(target)))

@@ -1,0 +1,182 @@
+"""The one adapter over helm-python-sdk: Helm v4's own template engine, in-process.
+
+``Chart.render()`` of helm-python-sdk always renders with Helm's default capabilities. The native
+``helm_render`` call accepts ``kube_version`` and ``api_versions`` in its options, so this module
+calls it directly: a chart that emits a CiliumNetworkPolicy only when ``cilium.io/v2`` is served
+renders it when the cluster profile says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helmsim import yamlio
+from helmsim.errors import InputError
+
+DEFAULT_RELEASE_NAME = "release-name"  # helm/helm pkg/cmd/template.go: the name `helm template` uses
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """What `helm template` is told: release identity, values and the cluster's capabilities."""
+
+    release_name: str = DEFAULT_RELEASE_NAME
+    namespace: str = DEFAULT_NAMESPACE
+    values: Mapping[str, Any] = field(default_factory=dict)
+    kube_version: str | None = None
+    api_versions: Sequence[str] = ()
+    is_upgrade: bool = False
+    revision: int = 1
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    """One rendered template (or ``crds/`` file) as Helm names it: ``<chart>/templates/x.yaml``."""
+
+    path: str
+    content: str
+    is_crd_file: bool = False
+
+
+@dataclass(frozen=True)
+class RenderedChart:
+    """Output of a render: chart identity and files in Helm's path order."""
+
+    chart_name: str
+    chart_version: str
+    files: tuple[RenderedFile, ...]
+
+
+def _sdk() -> Any:
+    try:
+        import helm_python
+    except OSError as err:  # the bundled libhelm_c failed to load
+        raise InputError(f"cannot load Helm's engine (helm-python-sdk): {err}") from None
+    return helm_python
+
+
+def is_chart_dir(path: Path) -> bool:
+    """True when ``path`` is a chart directory or a packaged ``.tgz`` chart."""
+    if path.is_dir():
+        return (path / "Chart.yaml").is_file()
+    return path.is_file() and path.name.endswith((".tgz", ".tar.gz"))
+
+
+def merge_values(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``override`` into ``base`` as Helm merges values files: maps recursively, else replace.
+
+    helm/helm pkg/cli/values/options.go: mergeMaps.
+    """
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_values(dict(out[key]), value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_values(files: Iterable[str | os.PathLike[str]], sets: Iterable[str] = ()) -> dict[str, Any]:
+    """Values from ``-f`` files merged in order, then ``--set`` expressions (Helm's strvals)."""
+    values: dict[str, Any] = {}
+    for file in files:
+        path = Path(file)
+        if str(file) == "-":
+            raise InputError("values from stdin are not supported; pass a file", file="-")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError("values file not found", file=str(file)) from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError(f"cannot read values file: {err}", file=str(file)) from None
+        doc = yamlio.load_one(text, str(file)) if text.strip() else None
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise InputError("values file must be a YAML mapping", file=str(file), line=1)
+        values = merge_values(values, doc)
+    for expr in sets:
+        try:
+            parsed = _sdk().parse_set_string(expr)
+        except Exception as err:  # noqa: BLE001 - the SDK raises its own error types
+            raise InputError(f"bad --set {expr!r}: {_sdk_message(err)}") from None
+        values = merge_values(values, parsed)
+    return values
+
+
+def _sdk_message(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, include_crds: bool = False) -> RenderedChart:
+    """Render a chart directory or ``.tgz`` with Helm's engine and the given capabilities."""
+    sdk = _sdk()
+    path = Path(chart_path)
+    if not path.exists():
+        raise InputError("chart not found", file=str(chart_path))
+    if not is_chart_dir(path):
+        raise InputError("not a Helm chart (no Chart.yaml)", file=str(chart_path))
+    try:
+        chart = sdk.Chart.load(str(path))
+    except Exception as err:  # noqa: BLE001
+        raise InputError(f"cannot load chart: {_sdk_message(err)}", file=str(chart_path)) from None
+    with chart:
+        native_opts: dict[str, Any] = {
+            "name": opts.release_name,
+            "namespace": opts.namespace,
+            "revision": opts.revision,
+            "is_install": not opts.is_upgrade,
+            "is_upgrade": opts.is_upgrade,
+        }
+        if opts.kube_version:
+            native_opts["kube_version"] = opts.kube_version
+        if opts.api_versions:
+            native_opts["api_versions"] = list(opts.api_versions)
+        try:
+            raw = sdk._native.call_string(
+                "helm_render", chart._raw(), json.dumps(dict(opts.values)), json.dumps(native_opts)
+            )
+        except Exception as err:  # noqa: BLE001
+            raise InputError(f"render failed: {_sdk_message(err)}", file=str(chart_path)) from None
+        rendered: dict[str, str] = json.loads(raw)
+        meta = chart.metadata
+        files = [
+            RenderedFile(path=name, content=content)
+            for name, content in sorted(rendered.items())
+            if _is_manifest_template(name)
+        ]
+        crd_files: list[RenderedFile] = []
+        if include_crds:
+            # helm/helm pkg/chart/v2/chart.go CRDObjects: crds/ of the chart, then its subcharts
+            for crd in chart.crds:
+                crd_files.append(
+                    RenderedFile(path=crd.get("filename") or crd["name"], content=crd["data"], is_crd_file=True)
+                )
+    return RenderedChart(
+        chart_name=str(meta.get("name", "")),
+        chart_version=str(meta.get("version", "")),
+        files=tuple(crd_files + files),
+    )
+
+
+def _is_manifest_template(name: str) -> bool:
+    # helm/helm pkg/action/action.go renderResources: NOTES.txt is not a manifest;
+    # pkg/release/v1/util/manifest_sorter.go: partials (basename "_*") are skipped.
+    base = name.rsplit("/", 1)[-1]
+    return not base.startswith("_") and not name.endswith("NOTES.txt")
+
+
+def format_like_helm_template(files: Iterable[RenderedFile]) -> str:
+    """Print rendered files as `helm template` does: ``---`` and a ``# Source:`` comment per doc."""
+    out: list[str] = []
+    for f in files:
+        for chunk, _line in yamlio.split_documents(f.content):
+            out.append(f"---\n# Source: {f.path}\n{chunk.strip(chr(10))}\n")
+    return "".join(out)

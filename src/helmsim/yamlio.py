@@ -1,0 +1,254 @@
+"""YAML documents with Kubernetes' scalar semantics, fast.
+
+Kubernetes and Helm read manifests with ``sigs.k8s.io/yaml``, which decodes through go-yaml v2:
+YAML 1.1 booleans (``yes``/``on``/``y`` …), Go integer syntax (``0777`` is octal 511, ``0b101``,
+underscores ignored) and timestamps kept as strings. The Rust-backed ``yaml-rs`` parser is ten
+times faster than PyYAML's C loader but reads YAML 1.2, so a document is parsed by ``yaml-rs``
+only when it contains no plain scalar whose meaning differs between the two; the rest (and every
+error, for its line and column) goes through PyYAML's C parser with a go-yaml v2 resolver.
+``benchmarks/yaml_parse.py`` measures both paths.
+
+Documents are split the way Helm splits rendered templates
+(helm/helm pkg/release/v1/util/manifest.go: SplitManifests, ``(?:^|\\s*\\n)---\\s*``).
+Duplicate mapping keys are an error naming the line (sigs.k8s.io/yaml YAMLToJSONStrict, as
+kubectl's strict decoding reports them).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+import yaml_rs
+
+from helmsim.errors import InputError
+
+# helm/helm pkg/release/v1/util/manifest.go: sep = regexp.MustCompile("(?:^|\\s*\n)---\\s*")
+_SEP = re.compile(r"(?:^|\s*\n)---\s*")
+
+# A plain scalar, standing alone, that go-yaml v2 and YAML 1.2 read differently: YAML 1.1 booleans,
+# Go octal/binary integers, and the 1.1 "=" value key. Over-matching only costs speed.
+_AMBIGUOUS = re.compile(
+    r"(?:^[ \t]*(?:[-?][ \t]+)*|:[ \t]+|[\[{,][ \t]*)"
+    r"(?:[&!][^\s]*[ \t]+)*"
+    r"(?:[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|[-+]?0[0-9_]+|[-+]?0[bB][01_]+|=)"
+    r"[ \t]*(?:\r?$|#|:(?:[ \t]|\r?$)|[,\]}])",
+    re.M,
+)
+
+_ALIAS_LIMITS = yaml_rs.AliasLimits(max_total_replayed_events=100_000, max_replay_stack_depth=64)
+_MAX_ALIAS_NODES = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One YAML document of a file: its value, 0-based index and 1-based first line."""
+
+    value: Any
+    index: int
+    line: int
+
+
+def split_documents(text: str) -> list[tuple[str, int]]:
+    """Split like Helm's SplitManifests; returns (document text, first line) for non-blank docs."""
+    docs: list[tuple[str, int]] = []
+    pos = 0
+    line = 1
+    for m in _SEP.finditer(text):
+        chunk = text[pos : m.start()]
+        _append(docs, chunk, line)
+        line += text.count("\n", pos, m.end())
+        pos = m.end()
+    _append(docs, text[pos:], line)
+    return docs
+
+
+def _append(docs: list[tuple[str, int]], chunk: str, line: int) -> None:
+    if not chunk.strip():
+        return
+    # Start the reported line at the first non-blank line of the document.
+    stripped = chunk.lstrip("\n\r\t ")
+    line += chunk.count("\n", 0, len(chunk) - len(stripped))
+    docs.append((chunk, line))
+
+
+def load_documents(text: str, source: str) -> list[Document]:
+    """Parse every document of ``text``; ``source`` names the file in errors."""
+    out: list[Document] = []
+    for index, (chunk, line) in enumerate(split_documents(text)):
+        value = load_one(chunk, source, line)
+        out.append(Document(value=value, index=index, line=line))
+    return out
+
+
+def load_one(text: str, source: str, first_line: int = 1) -> Any:
+    """Parse one YAML document with Kubernetes semantics; errors name ``source`` and the line."""
+    if not _AMBIGUOUS.search(text):
+        try:
+            return yaml_rs.loads(text, parse_datetime=False, alias_limits=_ALIAS_LIMITS)
+        except (yaml_rs.YAMLDecodeError, ValueError, RecursionError):
+            pass  # re-parse below for a precise, uniform message
+    return _load_goyaml(text, source, first_line)
+
+
+# --- PyYAML with go-yaml v2 scalar resolution ---------------------------------------------------
+
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _GoYamlLoader(_Base):  # type: ignore[misc, valid-type]
+    """SafeLoader whose plain scalars resolve as go-yaml v2 does (gopkg.in/yaml.v2 resolve.go)."""
+
+    yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+
+
+_GO_TAG = "tag:helmsim:go-plain"
+# Every plain scalar goes through one resolver; the constructor applies go-yaml v2's rules.
+for _first in list("-+.0123456789~nNyYtTfFoO=") + [""]:
+    _GoYamlLoader.yaml_implicit_resolvers.setdefault(_first, []).append(
+        (_GO_TAG, re.compile(r"^.*$", re.S))
+    )
+_GoYamlLoader.add_implicit_resolver(  # merge keys, as go-yaml v2 supports them
+    "tag:yaml.org,2002:merge", re.compile(r"^<<$"), ["<"]
+)
+
+_BOOLS = {
+    **dict.fromkeys(["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"], True),
+    **dict.fromkeys(["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"], False),
+}
+_NULLS = {"", "~", "null", "Null", "NULL"}
+_SPECIAL_FLOATS = {
+    ".inf": math.inf, ".Inf": math.inf, ".INF": math.inf,
+    "+.inf": math.inf, "+.Inf": math.inf, "+.INF": math.inf,
+    "-.inf": -math.inf, "-.Inf": -math.inf, "-.INF": -math.inf,
+    ".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan,
+}
+# gopkg.in/yaml.v2 resolve.go: yamlStyleFloat
+_GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_GO_INT = re.compile(r"^[-+]?(0[bB][01]+|0[oO]?[0-7]+|0[xX][0-9a-fA-F]+|[1-9][0-9]*|0)$")
+
+
+def go_plain_scalar(text: str) -> Any:
+    """Resolve an untagged plain scalar as go-yaml v2 does (gopkg.in/yaml.v2 resolve.go)."""
+    if text in _NULLS:
+        return None
+    if text in _BOOLS:
+        return _BOOLS[text]
+    if text in _SPECIAL_FLOATS:
+        return _SPECIAL_FLOATS[text]
+    if text and (text[0] in "-+.0123456789"):
+        plain = text.replace("_", "")
+        if _GO_INT.match(plain):
+            sign = -1 if plain[0] == "-" else 1
+            digits = plain.lstrip("+-")
+            if digits[:2] in ("0b", "0B"):
+                return sign * int(digits[2:], 2)
+            if digits[:2] in ("0x", "0X"):
+                return sign * int(digits[2:], 16)
+            if digits[:2] in ("0o", "0O"):
+                return sign * int(digits[2:], 8)
+            if len(digits) > 1 and digits[0] == "0":
+                return sign * int(digits, 8)  # Go's strconv.ParseInt(s, 0, 64): leading 0 is octal
+            return sign * int(digits)
+        if _GO_FLOAT.match(plain):
+            return float(plain)
+    return text
+
+
+def _construct_go_plain(loader: Any, node: yaml.ScalarNode) -> Any:
+    return go_plain_scalar(node.value)
+
+
+_GoYamlLoader.add_constructor(_GO_TAG, _construct_go_plain)
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: dict[Any, int] = {}
+    out: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "found an unhashable mapping key", key_node.start_mark
+            ) from None
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f'duplicate mapping key "{key}" (first at line {seen[key] + 1})',
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+        out[key] = loader.construct_object(value_node, deep=True)
+    return out
+
+
+_GoYamlLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+# Timestamps stay strings (gopkg.in/yaml.v2 decode.go keeps them as strings in interface{}).
+_GoYamlLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node)
+)
+
+
+def _load_goyaml(text: str, source: str, first_line: int) -> Any:
+    try:
+        loader = _GoYamlLoader(text)
+        try:
+            if not loader.check_node():
+                return None
+            node = loader.get_node()
+            if loader.check_node():
+                extra = loader.get_node()
+                raise InputError(
+                    "more than one YAML document where one was expected",
+                    file=source,
+                    line=first_line + extra.start_mark.line,
+                )
+            _check_alias_expansion(node, source, first_line)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = first_line + mark.line if mark is not None else first_line
+        problem = err.problem or err.context or "invalid YAML"
+        raise InputError(f"invalid YAML: {problem}", file=source, line=line) from None
+    except yaml.YAMLError as err:
+        raise InputError(f"invalid YAML: {err}", file=source, line=first_line) from None
+
+
+def _check_alias_expansion(root: yaml.Node, source: str, first_line: int) -> None:
+    """Refuse documents whose alias expansion exceeds a fixed node budget (YAML bombs)."""
+    expanded = _expanded_size(root, set(), 0)
+    if expanded > _MAX_ALIAS_NODES:
+        raise InputError(
+            f"YAML aliases expand to more than {_MAX_ALIAS_NODES} nodes (possible YAML bomb)",
+            file=source,
+            line=first_line,
+        )
+
+
+def _expanded_size(node: yaml.Node, stack: set[int], depth: int) -> int:
+    """Node count with every alias expanded; stops counting past the budget."""
+    key = id(node)
+    if key in stack or isinstance(node, yaml.ScalarNode):
+        return 1
+    if depth > 512:
+        return _MAX_ALIAS_NODES + 1
+    stack.add(key)
+    total = 1
+    children = (
+        node.value if isinstance(node, yaml.SequenceNode) else [c for kv in node.value for c in kv]
+    )
+    for child in children:
+        total += _expanded_size(child, stack, depth + 1)
+        if total > _MAX_ALIAS_NODES:
+            break
+    stack.discard(key)
+    return total
