@@ -14,6 +14,7 @@ class ReleaseInput:
     """Rendered files of one release, and the chart they came from when there was one."""
 
     files: tuple[tuple[str, str], ...]
+    crd_files: tuple[tuple[str, str], ...] = ()
     chart_name: str = ""
     chart_version: str = ""
     from_chart: bool = False
@@ -21,6 +22,10 @@ class ReleaseInput:
     def parse(self, namespace: str, cluster_scoped: tuple[str, ...] = ()) -> ParseResult:
         """Resources of this release with namespaces defaulted to ``namespace``."""
         return parse_documents(self.files, namespace=namespace, cluster_scoped=cluster_scoped)
+
+    def parse_crds(self) -> ParseResult:
+        """The chart's ``crds/`` objects (not templated, never hooks)."""
+        return parse_documents(self.crd_files)
 
 
 def load_release(
@@ -30,7 +35,8 @@ def load_release(
     if target != "-" and render.is_chart_dir(Path(target)):
         chart = render.render_chart(target, opts, include_crds=include_crds)
         return ReleaseInput(
-            files=tuple((f.path, f.content) for f in chart.files),
+            files=tuple((f.path, f.content) for f in chart.files if not f.is_crd_file),
+            crd_files=tuple((f.path, f.content) for f in chart.files if f.is_crd_file),
             chart_name=chart.chart_name,
             chart_version=chart.chart_version,
             from_chart=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +145,7 @@ def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, inc
                 "helm_render", chart._raw(), json.dumps(dict(opts.values)), json.dumps(native_opts)
             )
         except Exception as err:  # noqa: BLE001
-            raise InputError(f"render failed: {_sdk_message(err)}", file=str(chart_path)) from None
+            raise _render_error(err, path) from None
         rendered: dict[str, str] = json.loads(raw)
         meta = chart.metadata
         files = [
@@ -164,6 +165,22 @@ def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, inc
         chart_version=str(meta.get("version", "")),
         files=tuple(crd_files + files),
     )
+
+
+_TEMPLATE_POS = re.compile(r"^(?:template: )?([^:\s]+):(\d+)(?::\d+)?:?\s*")
+
+
+def _render_error(err: Exception, chart_path: Path) -> InputError:
+    """One line naming the template file (on disk, when it is a directory chart) and line."""
+    lines = [part.strip() for part in str(err).strip().splitlines() if part.strip()]
+    text = ": ".join(lines).replace(":: ", ": ") or type(err).__name__
+    m = _TEMPLATE_POS.match(text)
+    if m is None:
+        return InputError(f"render failed: {text}", file=str(chart_path))
+    template, line = m.group(1), int(m.group(2))
+    rest = text[m.end() :].lstrip(": ")
+    file = str(chart_path / template.split("/", 1)[1]) if chart_path.is_dir() and "/" in template else template
+    return InputError(f"render failed: {rest}", file=file, line=line)
 
 
 def _is_manifest_template(name: str) -> bool:

@@ -181,7 +181,8 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
             raise yaml.constructor.ConstructorError(
                 None,
                 None,
-                f'duplicate mapping key "{key}" (first at line {seen[key] + 1})',
+                f'duplicate mapping key "{key}" '
+                f"(first at line {seen[key] + 1 + getattr(loader, 'line_offset', 0)})",
                 key_node.start_mark,
             )
         seen[key] = key_node.start_mark.line
@@ -199,6 +200,7 @@ _GoYamlLoader.add_constructor(
 def _load_goyaml(text: str, source: str, first_line: int) -> Any:
     try:
         loader = _GoYamlLoader(text)
+        loader.line_offset = first_line - 1
         try:
             if not loader.check_node():
                 return None

@@ -33,5 +33,8 @@ def render_cmd(
     )
     release = load_release(target, opts, include_crds=include_crds)
     release.parse(namespace)  # validate: bad documents are reported with file and line
-    files = [rendering.RenderedFile(path=p, content=c) for p, c in release.files]
+    release.parse_crds()
+    files = [
+        rendering.RenderedFile(path=p, content=c) for p, c in (*release.crd_files, *release.files)
+    ]
     console.out(rendering.format_like_helm_template(files), end="", highlight=False)

@@ -1,0 +1,92 @@
+"""``helmsim plan``: the order and shape in which Helm applies a release."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from helmsim import render as rendering
+from helmsim.cli import options
+from helmsim.cli.app import command, console
+from helmsim.helm.plan import plan_install, plan_upgrade
+from helmsim.inputs import load_release
+from helmsim.report import plan as plan_report
+
+
+class PlanFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@command("plan")
+def plan_cmd(
+    target: Annotated[str, typer.Argument(help="Chart directory or .tgz, rendered YAML file or directory, or - for stdin.")],
+    values: options.Values = None,
+    set_: options.Set = None,
+    release_name: options.ReleaseName = rendering.DEFAULT_RELEASE_NAME,
+    namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
+    kube_version: options.KubeVersion = None,
+    api_versions: options.ApiVersions = None,
+    upgrade_from: Annotated[
+        str | None,
+        typer.Option(
+            "--upgrade-from",
+            help="Plan an upgrade from this previous release: a chart (rendered with "
+            "--upgrade-from-values/--upgrade-from-set) or a previously rendered manifest.",
+            metavar="CHART|FILE|DIR",
+        ),
+    ] = None,
+    upgrade_from_values: Annotated[
+        list[str] | None,
+        typer.Option("--upgrade-from-values", help="Values file of the previous release (repeatable).", metavar="FILE"),
+    ] = None,
+    upgrade_from_set: Annotated[
+        list[str] | None,
+        typer.Option("--upgrade-from-set", help="--set of the previous release (repeatable).", metavar="K=V"),
+    ] = None,
+    server_side: Annotated[
+        bool,
+        typer.Option(
+            "--server-side/--client-side",
+            help="Upgrade with server-side apply (Helm v4 on a release it installed) or client-side "
+            "apply (releases first installed by Helm 3 keep it; the default).",
+        ),
+    ] = False,
+    fmt: Annotated[PlanFormat, typer.Option("--format", help="Output format.")] = PlanFormat.text,
+) -> None:
+    """Print Helm's plan: crds/, hooks in order, the manifest kind group by kind group, the wait."""
+    caps = {"kube_version": kube_version, "api_versions": tuple(api_versions or ())}
+    new_opts = rendering.RenderOptions(
+        release_name=release_name,
+        namespace=namespace,
+        values=rendering.load_values(values or [], set_ or []),
+        is_upgrade=upgrade_from is not None,
+        revision=2 if upgrade_from is not None else 1,
+        **caps,
+    )
+    release = load_release(target, new_opts, include_crds=upgrade_from is None)
+    parsed = release.parse(namespace)
+    chart = f"{release.chart_name}@{release.chart_version}" if release.from_chart else ""
+    if upgrade_from is None:
+        plan = plan_install(parsed.resources, release.parse_crds().resources)
+    else:
+        old_opts = rendering.RenderOptions(
+            release_name=release_name,
+            namespace=namespace,
+            values=rendering.load_values(upgrade_from_values or [], upgrade_from_set or []),
+            **caps,
+        )
+        previous = load_release(upgrade_from, old_opts).parse(namespace)
+        plan = plan_upgrade(previous.resources, parsed.resources, server_side=server_side)
+    ctx = plan_report.PlanContext(
+        release_name=release_name,
+        namespace=namespace,
+        chart=chart,
+        dropped=tuple(parsed.dropped),
+    )
+    if fmt is PlanFormat.json:
+        console.out(plan_report.to_json(plan, ctx), end="", highlight=False)
+    else:
+        plan_report.render_text(plan, ctx, console)
