@@ -1,0 +1,135 @@
+"""The simulation: a SimPy clock, the API store, the trace, and the controllers.
+
+SimPy was chosen by measurement (``benchmarks/engine_clock.py``): ~700k process timeouts per
+second on one core, and processes written as generators suit Helm actions and the kubelet. Time
+is in simulated seconds from 0; objects carry RFC3339 timestamps from a fixed epoch.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Generator
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import simpy
+
+from helmsim.cluster.store import Store
+from helmsim.cluster.trace import Trace, TraceEvent
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+"""Simulated time 0 as a wall-clock instant, for objects' timestamps."""
+
+
+class LatencyLike(Protocol):
+    def nominal(self) -> float: ...
+
+    def sample(self, rng: random.Random) -> float: ...
+
+
+class Simulation:
+    """One run: a clock, a store, a trace and the controllers reacting to the store.
+
+    ``profile`` is the cluster profile (``helmsim.cluster.profile.ClusterProfile``); its latencies
+    are looked up by snake_case name (``api_write``, ``scheduling``, ``image_pull`` …) and have
+    ``nominal()`` and ``sample(rng)``: deterministic runs use the nominal values, Monte-Carlo runs
+    (``sample_latencies=True``) draw from ``rng`` seeded with ``seed``.
+    """
+
+    def __init__(
+        self,
+        profile: Any,
+        *,
+        seed: int = 0,
+        sample_latencies: bool = False,
+        pod_grace_default: float = 1.0,
+    ) -> None:
+        self.profile = profile
+        self.env = simpy.Environment()
+        self.rng = random.Random(seed)
+        self.sample_latencies = sample_latencies
+        self.trace = Trace()
+        self.store = Store(self)
+        self._pod_grace_default = pod_grace_default
+        self.controllers: list[Any] = []
+
+    @property
+    def now(self) -> float:
+        """Simulated seconds since the start."""
+        return float(self.env.now)
+
+    def datetime(self, t: float | None = None) -> datetime:
+        """Simulated time ``t`` (default: now) as an aware datetime."""
+        return EPOCH + timedelta(seconds=self.now if t is None else t)
+
+    def timestamp(self, t: float | None = None) -> str:
+        """RFC3339 timestamp with millisecond precision, as metav1.Time prints (to the second)."""
+        dt = self.datetime(t)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{dt.microsecond // 1000:03d}Z"
+
+    def latency(self, name: str) -> float:
+        """A latency of the profile: nominal, or drawn when sampling."""
+        lat = profile_latency(self.profile, name)
+        value = lat.sample(self.rng) if self.sample_latencies else lat.nominal()
+        return max(0.0, float(value))
+
+    def pod_grace(self, pod: dict[str, Any]) -> float:
+        """How long a deleted pod takes to go away: its processes exit on SIGTERM (assumption)."""
+        spec = pod.get("spec") or {}
+        declared = spec.get("terminationGracePeriodSeconds")
+        if isinstance(declared, int) and declared < self._pod_grace_default:
+            return float(declared)
+        return self._pod_grace_default
+
+    def log(
+        self, actor: str, what: str, obj: str, message: str, *, cause: int | None = None, **data: Any
+    ) -> TraceEvent:
+        """Append to the trace at the current time."""
+        return self.trace.add(self.now, actor, what, obj, message, cause=cause, **data)
+
+    def after(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn(*args)`` ``delay`` simulated seconds from now."""
+        ev = self.env.timeout(max(0.0, delay))
+        ev.callbacks.append(lambda _ev: fn(*args))
+
+    def process(self, gen: Generator[simpy.Event, Any, Any]) -> simpy.Process:
+        """Start a SimPy process (a generator yielding ``sim.env.timeout(...)`` and events)."""
+        return self.env.process(gen)
+
+    def sleep(self, seconds: float) -> simpy.Timeout:
+        """An event that fires ``seconds`` from now (``yield sim.sleep(2)`` in a process)."""
+        return self.env.timeout(max(0.0, seconds))
+
+    def add_controller(self, controller: Any) -> None:
+        self.controllers.append(controller)
+
+    def run(self, until: float) -> None:
+        """Advance the clock until ``until`` or until nothing is scheduled."""
+        self.env.run(until=until)
+
+
+def profile_latency(profile: Any, name: str) -> LatencyLike:
+    """The profile's latency ``name`` (snake_case, or the camelCase YAML spelling)."""
+    lats = profile.latencies
+    if hasattr(lats, name):
+        return getattr(lats, name)  # type: ignore[no-any-return]
+    camel = name.split("_")[0] + "".join(p.title() for p in name.split("_")[1:])
+    if hasattr(lats, camel):
+        return getattr(lats, camel)  # type: ignore[no-any-return]
+    raise KeyError(f"the cluster profile has no latency {name!r}")
+
+
+class Controller:
+    """Base for controllers: watches kinds on the store and reacts after a latency."""
+
+    name = "controller"
+    kinds: tuple[str, ...] = ()
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.store = sim.store
+        sim.store.watch(self.kinds, self.on_event)
+        sim.add_controller(self)
+
+    def on_event(self, event: str, obj: dict[str, Any]) -> None:  # pragma: no cover - interface
+        """Called synchronously after each write to a watched kind; schedule work, don't block."""

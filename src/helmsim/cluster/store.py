@@ -1,0 +1,286 @@
+"""The simulated API server's object store: create, apply, status updates, delete, watch.
+
+Objects are plain dicts shaped like real Kubernetes objects (so kstatus reads them unchanged).
+Keys are ``(kind, namespace, name)``; cluster-scoped objects have namespace ``""``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from helmsim.cluster.selectors import matches_selector
+
+if TYPE_CHECKING:
+    from helmsim.cluster.engine import Simulation
+
+Key = tuple[str, str, str]
+WatchFn = Callable[[str, dict[str, Any]], None]
+
+# metadata fields the API server owns; an apply never overwrites them.
+_SERVER_META = ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp")
+
+
+class ApiError(Exception):
+    """An API error with Kubernetes' reason (AlreadyExists, NotFound, Invalid, Forbidden)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", "")))
+
+
+def ref_of(obj: Mapping[str, Any]) -> str:
+    """``Kind/ns/name`` or ``Kind/name`` (fluxcd/pkg ssa/utils/fmt.go FmtObjMetadata)."""
+    kind, ns, name = key_of(obj)
+    return f"{kind}/{ns}/{name}" if ns else f"{kind}/{name}"
+
+
+def _resource_name(kind: str) -> str:
+    # The lowercase plural the API server names objects by in errors (e.g. jobs.batch "x").
+    lower = kind.lower()
+    if lower.endswith("y") and not lower.endswith("ey"):
+        return lower[:-1] + "ies"
+    if lower.endswith(("s", "x")):
+        return lower + "es"
+    return lower + "s"
+
+
+class Store:
+    """In-memory API objects with watches; every write goes to the simulation's trace."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self._sim = sim
+        self._objects: dict[Key, dict[str, Any]] = {}
+        self._watchers: dict[str, list[WatchFn]] = defaultdict(list)
+        self._uid = 0
+        self._rv = 0
+
+    # --- reads ------------------------------------------------------------------------------------
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The live object (do not mutate it; use the write methods)."""
+        return self._objects.get((kind, namespace or "", name))
+
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        selector: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Objects of ``kind`` (in ``namespace`` when given) matching a LabelSelector, by name."""
+        out = [
+            obj
+            for (k, ns, _), obj in self._objects.items()
+            if k == kind and (namespace is None or ns == namespace)
+            and (selector is None or matches_selector(selector, _labels(obj)))
+        ]
+        return sorted(out, key=key_of)
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every object, in a stable order."""
+        return [self._objects[k] for k in sorted(self._objects)]
+
+    # --- writes -----------------------------------------------------------------------------------
+    def watch(self, kinds: Iterable[str], fn: WatchFn) -> None:
+        """Call ``fn(event, obj)`` (ADDED, MODIFIED, DELETED) after each write to these kinds."""
+        for kind in kinds:
+            self._watchers[kind].append(fn)
+
+    def create(self, obj: Mapping[str, Any], *, actor: str, cause: int | None = None) -> dict[str, Any]:
+        """Create; raises ``ApiError("AlreadyExists")`` when the object exists."""
+        key = key_of(obj)
+        if key in self._objects:
+            kind, _, name = key
+            group = _group(obj)
+            res = _resource_name(kind) + (f".{group}" if group else "")
+            raise ApiError("AlreadyExists", f'{res} "{name}" already exists')
+        new = copy.deepcopy(dict(obj))
+        meta = new.setdefault("metadata", {})
+        self._uid += 1
+        meta["uid"] = f"00000000-0000-4000-8000-{self._uid:012d}"
+        meta["creationTimestamp"] = self._sim.timestamp()
+        meta["generation"] = 1
+        self._bump(new)
+        self._objects[key] = new
+        self._sim.log(actor, "created", ref_of(new), f"{ref_of(new)} created", cause=cause)
+        self._notify("ADDED", new)
+        return new
+
+    def apply(self, obj: Mapping[str, Any], *, actor: str, cause: int | None = None) -> tuple[dict[str, Any], bool]:
+        """Server-side apply of a whole object: create it, or replace what the caller owns.
+
+        Labels and annotations are merged; ``status`` and server-owned metadata are kept;
+        ``metadata.generation`` increases when anything but metadata and status changes
+        (k8s.io/apiserver: generation tracks spec changes).
+        """
+        key = key_of(obj)
+        live = self._objects.get(key)
+        if live is None:
+            return self.create(obj, actor=actor, cause=cause), True
+        new = copy.deepcopy(dict(obj))
+        merged = {k: v for k, v in new.items() if k not in ("metadata", "status")}
+        spec_changed = any(
+            live.get(k) != merged.get(k) for k in set(live) | set(merged) if k not in ("metadata", "status")
+        )
+        meta = copy.deepcopy(live["metadata"])
+        for field in ("labels", "annotations"):
+            if new.get("metadata", {}).get(field):
+                meta.setdefault(field, {}).update(new["metadata"][field])
+        for field, value in new.get("metadata", {}).items():
+            if field not in _SERVER_META and field not in ("labels", "annotations"):
+                meta[field] = value
+        if spec_changed:
+            meta["generation"] = int(meta.get("generation", 1)) + 1
+        updated = {**merged, "metadata": meta}
+        if "status" in live:
+            updated["status"] = live["status"]
+        self._bump(updated)
+        self._objects[key] = updated
+        what = "configured" if spec_changed else "unchanged"
+        self._sim.log(actor, what, ref_of(updated), f"{ref_of(updated)} {what}", cause=cause)
+        self._notify("MODIFIED", updated)
+        return updated, False
+
+    def update(self, obj: Mapping[str, Any], *, actor: str, cause: int | None = None, quiet: bool = False) -> dict[str, Any]:
+        """Replace an existing object as a controller does (metadata and spec, status kept)."""
+        key = key_of(obj)
+        live = self._objects.get(key)
+        if live is None:
+            raise ApiError("NotFound", f'{key[0]} "{key[2]}" not found')
+        new = copy.deepcopy(dict(obj))
+        if "status" in live and "status" not in new:
+            new["status"] = live["status"]
+        self._bump(new)
+        self._objects[key] = new
+        if not quiet:
+            self._sim.log(actor, "updated", ref_of(new), f"{ref_of(new)} updated", cause=cause)
+        self._notify("MODIFIED", new)
+        return new
+
+    def update_status(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        actor: str,
+        cause: int | None = None,
+        message: str | None = None,
+    ) -> dict[str, Any] | None:
+        """Replace ``status`` of a live object (no-op returning None when it is gone)."""
+        live = self.get(kind, namespace, name)
+        if live is None:
+            return None
+        new = {**live, "status": copy.deepcopy(dict(status))}
+        self._bump(new)
+        self._objects[key_of(new)] = new
+        if message:
+            self._sim.log(actor, "status", ref_of(new), message, cause=cause)
+        self._notify("MODIFIED", new)
+        return new
+
+    def delete(
+        self,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        *,
+        actor: str,
+        cause: int | None = None,
+        grace: float = 0.0,
+    ) -> bool:
+        """Delete (background propagation): mark, remove after ``grace``, then collect dependents.
+
+        Returns False when the object does not exist. No finalizers are modelled.
+        """
+        live = self.get(kind, namespace, name)
+        if live is None:
+            return False
+        if live["metadata"].get("deletionTimestamp"):
+            return True
+        marked = copy.deepcopy(live)
+        marked["metadata"]["deletionTimestamp"] = self._sim.timestamp()
+        self._bump(marked)
+        self._objects[key_of(marked)] = marked
+        ev = self._sim.log(actor, "deleting", ref_of(marked), f"{ref_of(marked)} deletion requested", cause=cause)
+        self._notify("MODIFIED", marked)
+        if grace > 0:
+            self._sim.after(grace, self._remove, key_of(marked), ev.id)
+        else:
+            self._remove(key_of(marked), ev.id)
+        return True
+
+    def _remove(self, key: Key, cause: int | None) -> None:
+        obj = self._objects.pop(key, None)
+        if obj is None:
+            return
+        ev = self._sim.log("apiserver", "deleted", ref_of(obj), f"{ref_of(obj)} deleted", cause=cause)
+        self._notify("DELETED", obj)
+        uid = obj["metadata"].get("uid")
+        # kubernetes pkg/controller/garbagecollector: dependents of a deleted owner are deleted.
+        for dep in [o for o in self._objects.values() if _owned_by(o, uid)]:
+            k, ns, n = key_of(dep)
+            grace = self._sim.pod_grace(dep) if k == "Pod" else 0.0
+            self._sim.after(self._sim.latency("controller_sync"), self._gc, k, ns, n, grace, ev.id)
+
+    def _gc(self, kind: str, ns: str, name: str, grace: float, cause: int) -> None:
+        self.delete(kind, ns, name, actor="garbage-collector", cause=cause, grace=grace)
+
+    def record_event(
+        self,
+        obj: Mapping[str, Any],
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        source: str,
+        cause: int | None = None,
+    ) -> int:
+        """A Kubernetes Event (``kubectl describe`` shows it) on ``obj``; returns its trace id."""
+        ev = self._sim.log(
+            source, "event", ref_of(obj), message, cause=cause, reason=reason, type=type_
+        )
+        return ev.id
+
+    def _bump(self, obj: dict[str, Any]) -> None:
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+
+    def _notify(self, event: str, obj: dict[str, Any]) -> None:
+        for fn in list(self._watchers.get(str(obj.get("kind")), ())):
+            fn(event, obj)
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _group(obj: Mapping[str, Any]) -> str:
+    api = str(obj.get("apiVersion", ""))
+    return api.rsplit("/", 1)[0] if "/" in api else ""
+
+
+def _owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
+    if not uid:
+        return False
+    return any(o.get("uid") == uid for o in (obj.get("metadata") or {}).get("ownerReferences") or ())
+
+
+def owner_reference(owner: Mapping[str, Any], *, controller: bool = True) -> dict[str, Any]:
+    """An ownerReference to ``owner`` as controllers set it."""
+    return {
+        "apiVersion": owner.get("apiVersion"),
+        "kind": owner.get("kind"),
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": controller,
+        "blockOwnerDeletion": True,
+    }
