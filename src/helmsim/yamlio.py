@@ -26,18 +26,20 @@ import yaml_rs
 
 from helmsim.errors import InputError
 
-# helm/helm pkg/release/v1/util/manifest.go: sep = regexp.MustCompile("(?:^|\\s*\n)---\\s*")
-_SEP = re.compile(r"(?:^|\s*\n)---\s*")
+# helm/helm pkg/release/v1/util/manifest.go: sep = regexp.MustCompile("(?:^|\\s*\n)---\\s*").
+# The character before "---" must be a newline (or the start), so a multiline "^---" finds the
+# same separators; the whitespace run before it is trimmed from the previous document.
+_SEP = re.compile(r"(?m)^---[\t\n\f\r ]*")
+_GO_SPACE = "\t\n\f\r "
 
-# A plain scalar, standing alone, that go-yaml v2 and YAML 1.2 read differently: YAML 1.1 booleans,
-# Go octal/binary integers, and the 1.1 "=" value key. Over-matching only costs speed.
-_AMBIGUOUS = re.compile(
-    r"(?:^[ \t]*(?:[-?][ \t]+)*|:[ \t]+|[\[{,][ \t]*)"
-    r"(?:[&!][^\s]*[ \t]+)*"
-    r"(?:[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|[-+]?0[0-9_]+|[-+]?0[bB][01_]+|=)"
-    r"[ \t]*(?:\r?$|#|:(?:[ \t]|\r?$)|[,\]}])",
-    re.M,
+# Plain scalars that go-yaml v2 and YAML 1.2 read differently and that survive a yaml-rs parse
+# as strings (checked on the parsed values) ...
+_AMBIGUOUS_WORDS = frozenset(
+    "y Y yes Yes YES n N no No NO on On ON off Off OFF =".split()
 )
+# ... or as different numbers: leading-zero octals (0777 is 511 in Go, 777 in YAML 1.2), 0b
+# binaries, and "_1" (a string in Go). Over-matching only costs speed.
+_NUMERIC_SUSPECT = re.compile(r"[\s:\[{,?-][-+]?(?:0[0-9_bB]|_)")
 
 _ALIAS_LIMITS = yaml_rs.AliasLimits(max_total_replayed_events=100_000, max_replay_stack_depth=64)
 _MAX_ALIAS_NODES = 100_000
@@ -56,42 +58,68 @@ def split_documents(text: str) -> list[tuple[str, int]]:
     """Split like Helm's SplitManifests; returns (document text, first line) for non-blank docs."""
     docs: list[tuple[str, int]] = []
     pos = 0
-    line = 1
+    line = 1  # line number at ``pos``
     for m in _SEP.finditer(text):
-        chunk = text[pos : m.start()]
-        _append(docs, chunk, line)
+        if m.start() == pos and pos != 0:
+            continue  # Go's pattern needs the newline the previous separator consumed
+        _append(docs, text, pos, m.start(), line)
         line += text.count("\n", pos, m.end())
         pos = m.end()
-    _append(docs, text[pos:], line)
+    _append(docs, text, pos, len(text), line)
     return docs
 
 
-def _append(docs: list[tuple[str, int]], chunk: str, line: int) -> None:
-    if not chunk.strip():
-        return
-    # Start the reported line at the first non-blank line of the document.
-    stripped = chunk.lstrip("\n\r\t ")
-    line += chunk.count("\n", 0, len(chunk) - len(stripped))
-    docs.append((chunk, line))
+def _append(docs: list[tuple[str, int]], text: str, start: int, end: int, line: int) -> None:
+    chunk = text[start:end].rstrip(_GO_SPACE)
+    stripped = chunk.lstrip(_GO_SPACE)
+    if stripped:
+        lead = len(chunk) - len(stripped)
+        docs.append((stripped, line + text.count("\n", start, start + lead)))
 
 
 def load_documents(text: str, source: str) -> list[Document]:
     """Parse every document of ``text``; ``source`` names the file in errors."""
-    out: list[Document] = []
-    for index, (chunk, line) in enumerate(split_documents(text)):
-        value = load_one(chunk, source, line)
-        out.append(Document(value=value, index=index, line=line))
-    return out
+    suspect = _NUMERIC_SUSPECT.search(text) is not None
+    return [
+        Document(value=_load(chunk, source, line, suspect), index=index, line=line)
+        for index, (chunk, line) in enumerate(split_documents(text))
+    ]
 
 
 def load_one(text: str, source: str, first_line: int = 1) -> Any:
     """Parse one YAML document with Kubernetes semantics; errors name ``source`` and the line."""
-    if not _AMBIGUOUS.search(text):
+    return _load(text, source, first_line, _NUMERIC_SUSPECT.search(text) is not None)
+
+
+def _load(text: str, source: str, first_line: int, suspect: bool) -> Any:
+    if not (suspect and _NUMERIC_SUSPECT.search(text)):
         try:
-            return yaml_rs.loads(text, parse_datetime=False, alias_limits=_ALIAS_LIMITS)
+            value = yaml_rs.loads(text, parse_datetime=False, alias_limits=_ALIAS_LIMITS)
         except (yaml_rs.YAMLDecodeError, ValueError, RecursionError):
-            pass  # re-parse below for a precise, uniform message
+            pass  # re-parsed below for a precise, uniform message
+        else:
+            if not isinstance(value, list) or not text.lstrip().startswith("---"):
+                if not _has_ambiguous_words(value):
+                    return value
     return _load_goyaml(text, source, first_line)
+
+
+def _has_ambiguous_words(value: Any) -> bool:
+    """Whether a parsed value holds a string that go-yaml v2 would have read as a boolean."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, val in item.items():
+                if type(key) is str and key in _AMBIGUOUS_WORDS:
+                    return True
+                stack.append(val)
+        elif kind is list:
+            stack.extend(item)
+        elif kind is str and item in _AMBIGUOUS_WORDS:
+            return True
+    return False
 
 
 # --- PyYAML with go-yaml v2 scalar resolution ---------------------------------------------------

@@ -1,0 +1,195 @@
+"""The HelmRelease v2 spec fields that decide a rollout, with Flux's defaults.
+
+fluxcd/helm-controller api/v2/helmrelease_types.go. Unknown fields are ignored, as the API
+server's structural-schema pruning drops them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from helmsim.cluster.latency import to_seconds
+from helmsim.errors import InputError
+
+Duration = Annotated[float, BeforeValidator(to_seconds)]
+"""A Go duration string (``5m``, ``1h30m``) or seconds."""
+
+DEFAULT_TIMEOUT = 300.0  # api/v2/helmrelease_types.go GetTimeout: 5m0s
+DEFAULT_MAX_HISTORY = 5  # api/v2/helmrelease_types.go defaultMaxHistory
+DEPENDENCY_REQUEUE = 30.0  # main.go --requeue-dependency default 30s
+DEFAULT_RETRY_INTERVAL = 300.0  # api/v2 Strategy.RetryInterval default 5m
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+
+class Remediation(_Model):
+    retries: int = 0
+    remediate_last_failure: bool | None = Field(default=None, alias="remediateLastFailure")
+    strategy: Literal["rollback", "uninstall"] = "rollback"
+    ignore_test_failures: bool | None = Field(default=None, alias="ignoreTestFailures")
+
+    def retries_exhausted(self, failures: int) -> bool:
+        """api/v2 RetriesExhausted: retries >= 0 and failures > retries (negative = unlimited)."""
+        return self.retries >= 0 and failures > self.retries
+
+
+class Strategy(_Model):
+    name: Literal["RemediateOnFailure", "RetryOnFailure"] = "RemediateOnFailure"
+    retry_interval: Duration = Field(default=DEFAULT_RETRY_INTERVAL, alias="retryInterval")
+
+
+class Action(_Model):
+    """install / upgrade / rollback / uninstall / test options shared by all actions."""
+
+    timeout: Duration | None = None
+    disable_wait: bool = Field(default=False, alias="disableWait")
+    disable_wait_for_jobs: bool = Field(default=False, alias="disableWaitForJobs")
+    disable_hooks: bool = Field(default=False, alias="disableHooks")
+    remediation: Remediation = Remediation()
+    strategy: Strategy = Strategy()
+    force: bool = False
+    cleanup_on_fail: bool = Field(default=False, alias="cleanupOnFail")
+    keep_history: bool = Field(default=False, alias="keepHistory")
+    crds: Literal["Skip", "Create", "CreateReplace"] = "Create"
+    create_namespace: bool = Field(default=False, alias="createNamespace")
+    enable: bool = False
+    ignore_failures: bool = Field(default=False, alias="ignoreFailures")
+
+
+class Dependency(_Model):
+    name: str
+    namespace: str | None = None
+
+
+class SourceRef(_Model):
+    kind: str = "HelmRepository"
+    name: str = ""
+    namespace: str | None = None
+
+
+class ChartSpec(_Model):
+    chart: str = ""
+    version: str | None = None
+    source_ref: SourceRef = Field(default=SourceRef(), alias="sourceRef")
+
+
+class ChartTemplate(_Model):
+    spec: ChartSpec = ChartSpec()
+
+
+class ValuesReference(_Model):
+    kind: Literal["ConfigMap", "Secret"]
+    name: str
+    values_key: str = Field(default="values.yaml", alias="valuesKey")
+    target_path: str | None = Field(default=None, alias="targetPath")
+    optional: bool = False
+
+
+class WaitStrategy(_Model):
+    name: Literal["poller", "legacy"] = "poller"
+
+
+class Spec(_Model):
+    interval: Duration
+    timeout: Duration = DEFAULT_TIMEOUT
+    max_history: int = Field(default=DEFAULT_MAX_HISTORY, alias="maxHistory")
+    release_name: str | None = Field(default=None, alias="releaseName")
+    target_namespace: str | None = Field(default=None, alias="targetNamespace")
+    storage_namespace: str | None = Field(default=None, alias="storageNamespace")
+    depends_on: tuple[Dependency, ...] = Field(default=(), alias="dependsOn")
+    chart: ChartTemplate | None = None
+    chart_ref: SourceRef | None = Field(default=None, alias="chartRef")
+    install: Action = Action()
+    upgrade: Action = Action()
+    rollback: Action = Action()
+    uninstall: Action = Action()
+    test: Action = Action()
+    values: dict[str, Any] = Field(default_factory=dict)
+    values_from: tuple[ValuesReference, ...] = Field(default=(), alias="valuesFrom")
+    wait_strategy: WaitStrategy = Field(default=WaitStrategy(), alias="waitStrategy")
+    suspend: bool = False
+
+
+class HelmRelease(_Model):
+    """A parsed ``helm.toolkit.fluxcd.io/v2`` HelmRelease."""
+
+    name: str
+    namespace: str
+    spec: Spec
+    source: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def target_namespace(self) -> str:
+        return self.spec.target_namespace or self.namespace
+
+    @property
+    def storage_namespace(self) -> str:
+        return self.spec.storage_namespace or self.namespace
+
+    @property
+    def release_name(self) -> str:
+        """api/v2 GetReleaseName: ``[targetNamespace-]name``, shortened with a hash past 53 chars."""
+        if self.spec.release_name:
+            return self.spec.release_name
+        name = f"{self.spec.target_namespace}-{self.name}" if self.spec.target_namespace else self.name
+        if len(name) > 53:
+            # fluxcd/helm-controller internal/release ShortenName: name[:40] + "-" + sha256[:12]
+            digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+            name = f"{name[:40]}-{digest}"
+        return name
+
+    @property
+    def chart_name(self) -> str:
+        if self.spec.chart is not None and self.spec.chart.spec.chart:
+            return self.spec.chart.spec.chart
+        if self.spec.chart_ref is not None:
+            return self.spec.chart_ref.name
+        return self.name
+
+    def timeout_for(self, action: str) -> float:
+        """``spec.<action>.timeout`` or ``spec.timeout`` (GetTimeout)."""
+        act: Action = getattr(self.spec, action)
+        return act.timeout if act.timeout is not None else self.spec.timeout
+
+    def dependencies(self) -> list[str]:
+        """``ns/name`` of each dependency; the namespace defaults to this release's."""
+        return [f"{d.namespace or self.namespace}/{d.name}" for d in self.spec.depends_on]
+
+    def remediate_last_failure(self, action: str) -> bool:
+        """api/v2 MustRemediateLastFailure: install defaults to false, upgrade to retries > 0."""
+        rem = getattr(self.spec, action).remediation
+        if rem.remediate_last_failure is not None:
+            return bool(rem.remediate_last_failure)
+        return action == "upgrade" and rem.retries > 0
+
+
+def is_helmrelease(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "HelmRelease" and str(obj.get("apiVersion", "")).startswith(
+        "helm.toolkit.fluxcd.io/"
+    )
+
+
+def parse_helmrelease(obj: Mapping[str, Any], *, source: str = "", line: int | None = None) -> HelmRelease:
+    """Validate a HelmRelease object; errors name the file, line and field."""
+    meta = obj.get("metadata") or {}
+    try:
+        return HelmRelease(
+            name=str(meta.get("name", "")),
+            namespace=str(meta.get("namespace") or "default"),
+            spec=obj.get("spec") or {},
+            source=source,
+        )
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"HelmRelease {meta.get('name')}: {where}: {first['msg']}", file=source or None, line=line) from None
