@@ -110,6 +110,8 @@ class Simulation:
 
 def profile_latency(profile: Any, name: str) -> LatencyLike:
     """The profile's latency ``name`` (snake_case, or the camelCase YAML spelling)."""
+    if hasattr(profile, "latency"):
+        return profile.latency(name)  # type: ignore[no-any-return]
     lats = profile.latencies
     if hasattr(lats, name):
         return getattr(lats, name)  # type: ignore[no-any-return]
