@@ -1,0 +1,161 @@
+"""``helmsim status``: kstatus of live objects saved with ``kubectl get -o yaml``."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from helmsim import kstatus, yamlio
+from helmsim.cli.app import EXIT_BAD_INPUT, command, console, err_console
+from helmsim.errors import InputError
+from helmsim.kstatus.core import parse_rfc3339
+
+
+class Reader(str, Enum):
+    """Reader names accepted by ``--reader``."""
+
+    core = "core"
+    flux_wait = "flux-wait"
+    flux_wait_jobs = "flux-wait-jobs"
+    hook = "hook"
+
+
+class Format(str, Enum):
+    """Output formats."""
+
+    text = "text"
+    json = "json"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One object and its status."""
+
+    obj: Mapping[str, Any]
+    result: kstatus.Result
+
+    def to_dict(self) -> dict[str, Any]:
+        oid = kstatus.ObjectId.of(self.obj)
+        return {
+            "kind": oid.kind,
+            "namespace": oid.namespace,
+            "name": oid.name,
+            "status": self.result.status.value,
+            "message": self.result.message,
+            "conditions": [c.to_dict() for c in self.result.conditions],
+        }
+
+
+@command("status")
+def status_cmd(
+    files: Annotated[
+        list[Path], typer.Argument(help="YAML files of live objects (kubectl get -o yaml).")
+    ],
+    reader: Annotated[
+        Reader,
+        typer.Option("--reader", help="Status reader: core, flux-wait, flux-wait-jobs, hook."),
+    ] = Reader.core,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.text,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            "--now", help="Clock for the Pod 15s unschedulable window (RFC3339); default: now."
+        ),
+    ] = None,
+) -> None:
+    """Compute the kstatus status of live objects, as helm-controller's readers see them."""
+    clock = _clock(now)
+    objects: list[Mapping[str, Any]] = []
+    errors: list[InputError] = []
+    for path in files:
+        try:
+            objects.extend(load_objects(path))
+        except InputError as err:
+            errors.append(err)
+    pods = [o for o in objects if o.get("kind") == "Pod" and o.get("apiVersion") == "v1"]
+    rows = [Row(o, kstatus.read(o, reader=reader.value, now=clock, pods=pods)) for o in objects]
+    if fmt is Format.json:
+        console.out(json.dumps([r.to_dict() for r in rows], indent=2), highlight=False)
+    elif rows:
+        table, width = _table(rows)
+        if console.is_terminal:
+            console.print(table)
+        else:  # piped: one unfolded line per object, no trailing padding
+            buf = Console(file=io.StringIO(), width=width, highlight=False, color_system=None)
+            buf.print(table)
+            text = buf.file.getvalue()  # type: ignore[attr-defined]
+            console.out("\n".join(line.rstrip() for line in text.splitlines()), highlight=False)
+    for err in errors:
+        err_console.print(f"error: {err}", markup=False)
+    if errors:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _clock(now: str | None) -> datetime:
+    if now is None:
+        return datetime.now(UTC)  # the CLI boundary passes the wall clock in
+    parsed = parse_rfc3339(now)
+    if parsed is None:
+        raise InputError(f"--now: not an RFC3339 time: {now!r}")
+    return parsed
+
+
+def load_objects(path: Path) -> list[Mapping[str, Any]]:
+    """Objects of one file: single objects, multi-document files and ``kind: List``."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or err
+        raise InputError(f"cannot read file: {reason}", file=source) from None
+    out: list[Mapping[str, Any]] = []
+    for doc in yamlio.load_documents(text, source):
+        if doc.value is None:
+            continue
+        _check(doc.value, source, doc.line)
+        if doc.value.get("kind") == "List" or (
+            str(doc.value.get("kind", "")).endswith("List") and "items" in doc.value
+        ):
+            items = doc.value.get("items") or []
+            if not isinstance(items, list):
+                raise InputError("items of a List is not a list", file=source, line=doc.line)
+            for item in items:
+                _check(item, source, doc.line)
+                out.append(item)
+        else:
+            out.append(doc.value)
+    return out
+
+
+def _check(value: Any, source: str, line: int) -> None:
+    if not isinstance(value, Mapping):
+        raise InputError("document is not a Kubernetes object (a mapping)", file=source, line=line)
+    kind = value.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise InputError("object has no kind", file=source, line=line)
+
+
+_COLUMNS = ("kind", "namespace", "name", "status", "message")
+
+
+def _table(rows: list[Row]) -> tuple[Table, int]:
+    """The table and the width that shows every cell on one line."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in _COLUMNS:
+        table.add_column(col.upper(), no_wrap=col != "message", overflow="fold")
+    cells = [[str(r.to_dict()[c]) for c in _COLUMNS] for r in rows]
+    for line in cells:
+        table.add_row(*(Text(c) for c in line))  # Text: messages are never read as markup
+    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(_COLUMNS)]
+    return table, sum(widths) + 2 * (len(_COLUMNS) - 1)
