@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,8 +21,8 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-# Wide, colourless output when not on a terminal keeps reports stable for CI and tests.
-console = Console(highlight=False, soft_wrap=True)
+# Not on a terminal (CI, pipes, tests): a fixed 160 columns keeps reports stable and unclipped.
+console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 

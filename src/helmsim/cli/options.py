@@ -29,3 +29,26 @@ ApiVersions = Annotated[
     ),
 ]
 IncludeCrds = Annotated[bool, typer.Option("--include-crds", help="Include the chart's crds/ files.")]
+Profile = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        "-p",
+        help="Cluster profile (built-in name or YAML file): its Kubernetes version and API versions "
+        "become the render's capabilities.",
+        metavar="NAME|FILE",
+    ),
+]
+
+
+def capabilities(
+    profile: str | None, kube_version: str | None, api_versions: list[str] | None
+) -> tuple[str | None, tuple[str, ...]]:
+    """Kubernetes version and API versions from a profile, overridden/extended by the flags."""
+    extra = tuple(api_versions or ())
+    if profile is None:
+        return kube_version, extra
+    from helmsim.cluster.profile import load_profile
+
+    prof = load_profile(profile)
+    return kube_version or prof.kubernetes_version, tuple(prof.helm_api_versions()) + extra

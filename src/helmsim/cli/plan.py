@@ -29,6 +29,7 @@ def plan_cmd(
     namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
     kube_version: options.KubeVersion = None,
     api_versions: options.ApiVersions = None,
+    profile: options.Profile = None,
     upgrade_from: Annotated[
         str | None,
         typer.Option(
@@ -57,7 +58,8 @@ def plan_cmd(
     fmt: Annotated[PlanFormat, typer.Option("--format", help="Output format.")] = PlanFormat.text,
 ) -> None:
     """Print Helm's plan: crds/, hooks in order, the manifest kind group by kind group, the wait."""
-    caps = {"kube_version": kube_version, "api_versions": tuple(api_versions or ())}
+    kube, apis = options.capabilities(profile, kube_version, api_versions)
+    caps = {"kube_version": kube, "api_versions": apis}
     new_opts = rendering.RenderOptions(
         release_name=release_name,
         namespace=namespace,
@@ -79,7 +81,9 @@ def plan_cmd(
             **caps,
         )
         previous = load_release(upgrade_from, old_opts).parse(namespace)
-        plan = plan_upgrade(previous.resources, parsed.resources, server_side=server_side)
+        plan = plan_upgrade(
+            previous.resources, parsed.resources, server_side=server_side, kube_version=kube
+        )
     ctx = plan_report.PlanContext(
         release_name=release_name,
         namespace=namespace,

@@ -21,15 +21,17 @@ def render_cmd(
     namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
     kube_version: options.KubeVersion = None,
     api_versions: options.ApiVersions = None,
+    profile: options.Profile = None,
     include_crds: options.IncludeCrds = False,
 ) -> None:
     """Render a chart with Helm's engine and print the manifest as `helm template` does."""
+    kube, apis = options.capabilities(profile, kube_version, api_versions)
     opts = rendering.RenderOptions(
         release_name=release_name,
         namespace=namespace,
         values=rendering.load_values(values or [], set_ or []),
-        kube_version=kube_version,
-        api_versions=tuple(api_versions or ()),
+        kube_version=kube,
+        api_versions=apis,
     )
     release = load_release(target, opts, include_crds=include_crds)
     release.parse(namespace)  # validate: bad documents are reported with file and line

@@ -97,6 +97,7 @@ def plan_upgrade(
     live: Mapping[tuple[str, str, str, str], Mapping[str, object]] | None = None,
     storage_classes: Mapping[str, Mapping[str, object]] | None = None,
     server_side: bool = False,
+    kube_version: str | None = None,
 ) -> Plan:
     """Upgrade from ``previous`` (the last deployed manifest) to ``resources``.
 
@@ -105,7 +106,8 @@ def plan_upgrade(
     create error stops the walk; objects gone from the chart are deleted only when nothing failed,
     except those whose live object carries ``helm.sh/resource-policy: keep``.
     ``live`` maps an object key to its live state (e.g. a Bound claim) for the immutability
-    checks; absent keys are taken to be as the previous manifest left them.
+    checks; absent keys are taken to be as the previous manifest left them. ``kube_version``
+    picks the API server's wording (1.34 prints invalid values as JSON).
     """
     _, old_manifest = _split(previous)
     hooks, manifest = _split(resources)
@@ -125,6 +127,8 @@ def plan_upgrade(
                 live=live_obj,
                 storage_classes=storage_classes,
                 server_side=server_side,
+                kube_version=kube_version,
+                namespace=res.namespace,
             )
         )
         errors.extend(problems)

@@ -71,12 +71,20 @@ def to_json(plan: Plan, ctx: PlanContext) -> str:
 def _hook_table(hooks: tuple[Resource, ...]) -> Table:
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     for col in ("#", "WEIGHT", "KIND", "OBJECT", "DELETE POLICY", "SOURCE"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for i, r in enumerate(hooks, 1):
         assert r.hook is not None
         policies = ",".join(r.hook.delete_policies) or "before-hook-creation (default)"
-        table.add_row(str(i), str(r.hook.weight), r.kind, _name(r), policies, str(r.source))
+        table.add_row(str(i), str(r.hook.weight), r.kind, _name(r), policies, _src(r))
     return table
+
+
+def _src(r: Resource) -> str:
+    """Template path without the chart-name prefix Helm gives it, plus the line."""
+    path = r.source.path
+    if "/templates/" in path or "/crds/" in path:
+        path = path.split("/", 1)[1]
+    return f"{path}:{r.source.line}"
 
 
 def _name(r: Resource) -> str:
@@ -112,13 +120,13 @@ def render_text(plan: Plan, ctx: PlanContext, console: Console) -> None:
     )
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("#", "GROUP", "KIND", "OBJECT", "ACTION", "SOURCE"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     n = 0
     for g, (kind, steps) in enumerate(plan.groups, 1):
         for s in steps:
             n += 1
             action = s.action if not s.errors else f"{s.action} (fails)"
-            table.add_row(str(n), str(g), kind, _name(s.resource), action, str(s.resource.source))
+            table.add_row(str(n), str(g), kind, _name(s.resource), action, _src(s.resource))
     console.print(table if n else "   (none)")
     for s in plan.steps:
         for err in s.errors:
