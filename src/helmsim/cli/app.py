@@ -49,8 +49,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_BAD_INPUT = 2
 
 
-def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
-    """Register a command whose ``InputError`` becomes one line on stderr and exit code 2."""
+def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Callable[[F], F]:
+    """Register a command (on ``group``, default the root app) whose ``InputError`` becomes one
+    line on stderr and exit code 2."""
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
@@ -61,7 +62,7 @@ def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
                 err_console.print(f"error: {err}", markup=False)
                 raise typer.Exit(EXIT_BAD_INPUT) from None
 
-        app.command(*args, **kwargs)(wrapper)
+        (group or app).command(*args, **kwargs)(wrapper)
         return fn
 
     return decorate

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import enum
-import functools
 import json
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 import yaml
 
-from helmsim.cli.app import EXIT_BAD_INPUT, app, console, err_console
+from helmsim.cli.app import app, command, console
 from helmsim.cluster.profile import list_profiles, load_profile
-from helmsim.errors import InputError
 
 profiles_app = typer.Typer(
     name="profiles",
@@ -23,27 +20,6 @@ profiles_app = typer.Typer(
 )
 app.add_typer(profiles_app, name="profiles")
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _command(name: str) -> Callable[[F], F]:
-    """Register on the ``profiles`` group; ``InputError`` becomes one line and exit 2."""
-
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def wrapper(*a: Any, **k: Any) -> Any:
-            try:
-                return fn(*a, **k)
-            except InputError as err:
-                err_console.print(f"error: {err}", markup=False)
-                raise typer.Exit(EXIT_BAD_INPUT) from None
-
-        profiles_app.command(name)(wrapper)
-        return fn
-
-    return decorate
-
-
 class Format(str, enum.Enum):
     """Output formats of ``profiles show``."""
 
@@ -51,7 +27,7 @@ class Format(str, enum.Enum):
     json = "json"
 
 
-@_command("list")
+@command("list", group=profiles_app)
 def list_cmd() -> None:
     """List the built-in profiles with their descriptions."""
     rows = list_profiles()
@@ -61,7 +37,7 @@ def list_cmd() -> None:
     console.out("\n".join(lines), highlight=False)
 
 
-@_command("show")
+@command("show", group=profiles_app)
 def show_cmd(
     profile: Annotated[str, typer.Argument(help="Built-in profile name or profile YAML file.")],
     format_: Annotated[
