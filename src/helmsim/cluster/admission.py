@@ -1,0 +1,267 @@
+"""What the API server (and the client's REST mapping) does to an object before it is created.
+
+``admit(sim, obj)`` returns the object as it will be stored, or raises ``ApiError`` with the
+text a user sees. In order:
+
+1. **REST mapping** (client side: Helm and kubectl map the kind through discovery before
+   sending anything): a kind that is neither built in nor served by an Established CRD, the
+   profile's CRDs or ``apiVersions`` fails with ``no matches for kind "X" in version "g/v"``
+   (k8s.io/apimachinery pkg/api/meta/errors.go NoKindMatchError); reason ``NoKindMatch``.
+2. **NamespaceLifecycle** (k8s.io/apiserver pkg/admission/plugin/namespace/lifecycle): a
+   namespaced object in a namespace that does not exist → NotFound ``namespaces "x" not found``;
+   in a terminating one → Forbidden.
+3. **Defaulting and DefaultStorageClass** (plugin/pkg/admission/storage/storageclass/setdefault):
+   a claim with no ``storageClassName`` (nil, not ``""``) gets the default class, if any.
+
+The lead calls it from the store's create path: ``obj = admit(sim, obj)`` before
+``store.create`` (and before an ``apply`` that creates). It never writes to the store.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from helmsim.cluster.controllers.crd import CRD, crd_names, served_group_versions, served_kinds
+from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
+from helmsim.cluster.profile import guess_plural
+from helmsim.cluster.store import ApiError
+from helmsim.manifests import CLUSTER_SCOPED_KINDS
+
+if TYPE_CHECKING:
+    from helmsim.cluster.engine import Simulation
+
+# Groups compiled into kube-apiserver (kubectl api-resources, Kubernetes 1.31).
+BUILTIN_GROUPS: frozenset[str] = frozenset(
+    {
+        "",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "apiregistration.k8s.io",
+        "apps",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "autoscaling",
+        "batch",
+        "certificates.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "extensions",
+        "flowcontrol.apiserver.k8s.io",
+        "internal.apiserver.k8s.io",
+        "networking.k8s.io",
+        "node.k8s.io",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+        "storage.k8s.io",
+        "storagemigration.k8s.io",
+    }
+)
+
+# kubernetes/website content/en/docs/reference/using-api/deprecation-guide.md: the Kubernetes
+# minor version that stopped serving a built-in (group/version, kind).
+_REMOVED: dict[int, dict[str, tuple[str, ...]]] = {
+    16: {
+        "extensions/v1beta1": (
+            "DaemonSet",
+            "Deployment",
+            "NetworkPolicy",
+            "PodSecurityPolicy",
+            "ReplicaSet",
+        ),
+        "apps/v1beta1": ("Deployment", "ReplicaSet", "StatefulSet"),
+        "apps/v1beta2": ("DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"),
+    },
+    22: {
+        "extensions/v1beta1": ("Ingress",),
+        "networking.k8s.io/v1beta1": ("Ingress", "IngressClass"),
+        "apiextensions.k8s.io/v1beta1": ("CustomResourceDefinition",),
+        "admissionregistration.k8s.io/v1beta1": (
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+        ),
+        "apiregistration.k8s.io/v1beta1": ("APIService",),
+        "authentication.k8s.io/v1beta1": ("TokenReview",),
+        "authorization.k8s.io/v1beta1": (
+            "LocalSubjectAccessReview",
+            "SelfSubjectAccessReview",
+            "SelfSubjectRulesReview",
+            "SubjectAccessReview",
+        ),
+        "certificates.k8s.io/v1beta1": ("CertificateSigningRequest",),
+        "coordination.k8s.io/v1beta1": ("Lease",),
+        "rbac.authorization.k8s.io/v1beta1": (
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+        ),
+        "scheduling.k8s.io/v1beta1": ("PriorityClass",),
+        "storage.k8s.io/v1beta1": ("CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"),
+    },
+    25: {
+        "batch/v1beta1": ("CronJob",),
+        "discovery.k8s.io/v1beta1": ("EndpointSlice",),
+        "events.k8s.io/v1beta1": ("Event",),
+        "autoscaling/v2beta1": ("HorizontalPodAutoscaler",),
+        "policy/v1beta1": ("PodDisruptionBudget", "PodSecurityPolicy"),
+        "node.k8s.io/v1beta1": ("RuntimeClass",),
+    },
+    26: {
+        "flowcontrol.apiserver.k8s.io/v1beta1": ("FlowSchema", "PriorityLevelConfiguration"),
+        "autoscaling/v2beta2": ("HorizontalPodAutoscaler",),
+    },
+    27: {"storage.k8s.io/v1beta1": ("CSIStorageCapacity",)},
+    29: {"flowcontrol.apiserver.k8s.io/v1beta2": ("FlowSchema", "PriorityLevelConfiguration")},
+    32: {"flowcontrol.apiserver.k8s.io/v1beta3": ("FlowSchema", "PriorityLevelConfiguration")},
+}
+
+# The namespaces kube-apiserver creates itself (pkg/controlplane/controller/systemnamespaces):
+# they exist even when the store holds no Namespace object for them.
+SYSTEM_NAMESPACES: frozenset[str] = frozenset(
+    {"default", "kube-system", "kube-public", "kube-node-lease"}
+)
+
+
+def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as the API server stores it on create; raises ``ApiError`` when refused."""
+    out = copy.deepcopy(dict(obj))
+    api_version = str(out.get("apiVersion") or "")
+    kind = str(out.get("kind") or "")
+    scope = mapping_scope(sim, api_version, kind)
+    if scope is None:
+        raise ApiError("NoKindMatch", no_kind_match_message(api_version, kind))
+    meta = out.setdefault("metadata", {})
+    namespace = str(meta.get("namespace") or "")
+    if scope == "Namespaced" and namespace:
+        _check_namespace(sim, namespace, api_version, kind, str(meta.get("name", "")))
+    if kind == "PersistentVolumeClaim" and api_version == "v1":
+        _default_claim(sim, out)
+    elif kind == "PersistentVolume" and api_version == "v1":
+        # pkg/apis/core/v1/defaults.go SetDefaults_PersistentVolume
+        out.setdefault("spec", {}).setdefault("persistentVolumeReclaimPolicy", "Retain")
+        out["spec"].setdefault("volumeMode", "Filesystem")
+        out.setdefault("status", {}).setdefault("phase", "Pending")
+    elif kind == CRD and api_version.startswith("apiextensions.k8s.io/"):
+        _validate_crd(out)
+    return out
+
+
+def mapping_scope(sim: Simulation, api_version: str, kind: str) -> str | None:
+    """``"Namespaced"`` or ``"Cluster"`` if the kind maps in this cluster, None if not."""
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    if group in BUILTIN_GROUPS:
+        if _removed(sim, api_version, kind):
+            return None
+        return "Cluster" if kind in CLUSTER_SCOPED_KINDS else "Namespaced"
+    served = served_kinds(sim)
+    if (api_version, kind) in served:
+        scope = served[(api_version, kind)]
+        return scope or ("Cluster" if kind in CLUSTER_SCOPED_KINDS else "Namespaced")
+    if api_version in served_group_versions(sim):
+        return "Cluster" if kind in CLUSTER_SCOPED_KINDS else "Namespaced"
+    return None
+
+
+def no_kind_match_message(api_version: str, kind: str) -> str:
+    """k8s.io/apimachinery pkg/api/meta/errors.go NoKindMatchError.Error, one searched version."""
+    return f'no matches for kind "{kind}" in version "{api_version}"'
+
+
+def resource_mapping_message(obj: Mapping[str, Any], source: str = "") -> str:
+    """The line kubectl and Helm print for an unmapped kind.
+
+    k8s.io/cli-runtime pkg/resource/mapper.go infoForData: ``resource mapping not found for
+    name: %q namespace: %q from %q: %v`` + ``"\\nensure CRDs are installed first"``.
+    """
+    meta = obj.get("metadata") or {}
+    inner = no_kind_match_message(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    return (
+        f'resource mapping not found for name: "{meta.get("name", "")}" namespace: '
+        f'"{meta.get("namespace") or ""}" from "{source}": {inner}\nensure CRDs are installed first'
+    )
+
+
+def _removed(sim: Simulation, api_version: str, kind: str) -> bool:
+    minor = _minor(str(getattr(sim.profile, "kubernetes_version", "") or ""))
+    if minor is None:
+        return False
+    return any(
+        kind in table.get(api_version, ()) for cut, table in _REMOVED.items() if minor >= cut
+    )
+
+
+def _minor(version: str) -> int | None:
+    parts = version.lstrip("v").split(".")
+    try:
+        return int(parts[1]) if len(parts) > 1 else None
+    except ValueError:
+        return None
+
+
+def _check_namespace(
+    sim: Simulation, namespace: str, api_version: str, kind: str, name: str
+) -> None:
+    ns = sim.store.get("Namespace", "", namespace)
+    if ns is None:
+        if namespace in SYSTEM_NAMESPACES:
+            return
+        # lifecycle/admission.go Admit: the live lookup's NotFound is returned as is.
+        raise ApiError("NotFound", f'namespaces "{namespace}" not found')
+    terminating = (
+        ns["metadata"].get("deletionTimestamp")
+        or (ns.get("status") or {}).get("phase") == "Terminating"
+    )
+    if terminating:
+        # admission.NewForbidden → apierrors.NewForbidden: "<resource> \"<name>\" is forbidden: <err>"
+        group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+        resource = _resource(sim, api_version, kind) + (f".{group}" if group else "")
+        what = f'{resource} "{name}"' if name else resource
+        raise ApiError(
+            "Forbidden",
+            f"{what} is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+        )
+
+
+def _resource(sim: Simulation, api_version: str, kind: str) -> str:
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    for crd in sim.store.list(CRD):
+        names = crd_names(crd)
+        if (
+            (crd.get("spec") or {}).get("group") == group
+            and names.get("kind") == kind
+            and names.get("plural")
+        ):
+            return str(names["plural"])
+    return guess_plural(kind)
+
+
+def _default_claim(sim: Simulation, claim: dict[str, Any]) -> None:
+    spec = claim.setdefault("spec", {})
+    ann = (claim.get("metadata") or {}).get("annotations") or {}
+    # setdefault/admission.go Admit: only a nil storageClassName and no beta class annotation.
+    if spec.get("storageClassName") is None and ANN_BETA_CLASS not in ann:
+        dflt = default_class(sim.store)
+        if dflt is not None:
+            spec["storageClassName"] = dflt["metadata"]["name"]
+    # pkg/apis/core/v1/defaults.go SetDefaults_PersistentVolumeClaim
+    spec.setdefault("volumeMode", "Filesystem")
+    claim.setdefault("status", {}).setdefault("phase", "Pending")
+
+
+def _validate_crd(crd: dict[str, Any]) -> None:
+    """apiextensions-apiserver pkg/apis/apiextensions/validation/validation.go: the name rule."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    name = str((crd.get("metadata") or {}).get("name", ""))
+    want = f"{names.get('plural', '')}.{spec.get('group', '')}"
+    if name != want:
+        raise ApiError(
+            "Invalid",
+            f'CustomResourceDefinition.apiextensions.k8s.io "{name}" is invalid: metadata.name: '
+            f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
+        )
