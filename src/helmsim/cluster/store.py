@@ -62,6 +62,10 @@ class Store:
         self._watchers: dict[str, list[WatchFn]] = defaultdict(list)
         self._uid = 0
         self._rv = 0
+        # What each field manager last applied, per object: server-side apply's field ownership.
+        self._applied: dict[tuple[Key, str], dict[str, Any]] = {}
+        self.admission: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+        """Called on every create (API server admission); may mutate, or raise ApiError."""
 
     # --- reads ------------------------------------------------------------------------------------
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
@@ -101,7 +105,7 @@ class Store:
             group = _group(obj)
             res = _resource_name(kind) + (f".{group}" if group else "")
             raise ApiError("AlreadyExists", f'{res} "{name}" already exists')
-        new = copy.deepcopy(dict(obj))
+        new = copy.deepcopy(dict(obj)) if self.admission is None else self.admission(obj)
         meta = new.setdefault("metadata", {})
         self._uid += 1
         meta["uid"] = f"00000000-0000-4000-8000-{self._uid:012d}"
@@ -113,40 +117,42 @@ class Store:
         self._notify("ADDED", new)
         return new
 
-    def apply(self, obj: Mapping[str, Any], *, actor: str, cause: int | None = None) -> tuple[dict[str, Any], bool]:
-        """Server-side apply of a whole object: create it, or replace what the caller owns.
+    def apply(
+        self, obj: Mapping[str, Any], *, actor: str, cause: int | None = None
+    ) -> tuple[dict[str, Any], bool]:
+        """Server-side apply by field manager ``actor``: create, or merge what it owns.
 
-        Labels and annotations are merged; ``status`` and server-owned metadata are kept;
-        ``metadata.generation`` increases when anything but metadata and status changes
-        (k8s.io/apiserver: generation tracks spec changes).
+        k8s.io/apimachinery pkg/util/managedfields: fields the manager applied before and no
+        longer sends are removed; fields other managers set (a Service's clusterIP, a claim's
+        volumeName, controller-written status) are kept. Lists of objects merge by their key
+        (name, port, mountPath …); other lists are atomic. ``metadata.generation`` increases when
+        anything but metadata and status changes (k8s.io/apiserver: generation tracks the spec).
         """
         key = key_of(obj)
+        applied = _strip_server_fields(copy.deepcopy(dict(obj)))
         live = self._objects.get(key)
         if live is None:
-            return self.create(obj, actor=actor, cause=cause), True
-        new = copy.deepcopy(dict(obj))
-        merged = {k: v for k, v in new.items() if k not in ("metadata", "status")}
-        spec_changed = any(
-            live.get(k) != merged.get(k) for k in set(live) | set(merged) if k not in ("metadata", "status")
-        )
-        meta = copy.deepcopy(live["metadata"])
-        for field in ("labels", "annotations"):
-            if new.get("metadata", {}).get(field):
-                meta.setdefault(field, {}).update(new["metadata"][field])
-        for field, value in new.get("metadata", {}).items():
-            if field not in _SERVER_META and field not in ("labels", "annotations"):
-                meta[field] = value
-        if spec_changed:
-            meta["generation"] = int(meta.get("generation", 1)) + 1
-        updated = {**merged, "metadata": meta}
+            created = self.create(obj, actor=actor, cause=cause)
+            self._applied[(key, actor)] = applied
+            return created, True
+        previous = self._applied.get((key, actor), {})
+        merged = _ssa_merge(copy.deepcopy(live), applied, previous)
+        merged["metadata"] = {
+            **merged.get("metadata", {}),
+            **{f: live["metadata"][f] for f in _SERVER_META if f in live["metadata"]},
+        }
         if "status" in live:
-            updated["status"] = live["status"]
-        self._bump(updated)
-        self._objects[key] = updated
+            merged["status"] = live["status"]
+        spec_changed = _without_meta(live) != _without_meta(merged)
+        if spec_changed:
+            merged["metadata"]["generation"] = int(live["metadata"].get("generation", 1)) + 1
+        self._applied[(key, actor)] = applied
+        self._bump(merged)
+        self._objects[key] = merged
         what = "configured" if spec_changed else "unchanged"
-        self._sim.log(actor, what, ref_of(updated), f"{ref_of(updated)} {what}", cause=cause)
-        self._notify("MODIFIED", updated)
-        return updated, False
+        self._sim.log(actor, what, ref_of(merged), f"{ref_of(merged)} {what}", cause=cause)
+        self._notify("MODIFIED", merged)
+        return merged, False
 
     def update(self, obj: Mapping[str, Any], *, actor: str, cause: int | None = None, quiet: bool = False) -> dict[str, Any]:
         """Replace an existing object as a controller does (metadata and spec, status kept)."""
@@ -257,6 +263,60 @@ class Store:
     def _notify(self, event: str, obj: dict[str, Any]) -> None:
         for fn in list(self._watchers.get(str(obj.get("kind")), ())):
             fn(event, obj)
+
+
+_LIST_KEYS = ("name", "port", "containerPort", "mountPath", "devicePath", "key", "type", "ip")
+
+
+def _strip_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    obj.pop("status", None)
+    meta = obj.get("metadata") or {}
+    for f in _SERVER_META:
+        meta.pop(f, None)
+    return obj
+
+
+def _without_meta(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _ssa_merge(live: Any, applied: Any, previous: Any) -> Any:
+    """Merge an applied config into the live value, dropping what the manager stopped sending."""
+    if isinstance(live, dict) and isinstance(applied, dict):
+        out = dict(live)
+        prev = previous if isinstance(previous, dict) else {}
+        for k in prev:
+            if k not in applied:
+                out.pop(k, None)
+        for k, v in applied.items():
+            out[k] = _ssa_merge(live.get(k), v, prev.get(k)) if k in live else copy.deepcopy(v)
+        return out
+    if isinstance(live, list) and isinstance(applied, list):
+        key = _list_key(live, applied)
+        if key is not None:
+            live_by = {item.get(key): item for item in live}
+            prev_by = {
+                item.get(key): item for item in (previous if isinstance(previous, list) else [])
+                if isinstance(item, dict)
+            }
+            return [
+                _ssa_merge(live_by[item.get(key)], item, prev_by.get(item.get(key)))
+                if item.get(key) in live_by else copy.deepcopy(item)
+                for item in applied
+            ]
+    return copy.deepcopy(applied)
+
+
+def _list_key(live: list[Any], applied: list[Any]) -> str | None:
+    items = live + applied
+    if not items or not all(isinstance(i, dict) for i in items):
+        return None
+    for key in _LIST_KEYS:
+        values = [i.get(key) for i in applied]
+        if all(v is not None for v in values) and len(set(map(str, values))) == len(values):
+            if all(i.get(key) is not None for i in live):
+                return key
+    return None
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:

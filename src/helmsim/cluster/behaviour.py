@@ -1,0 +1,960 @@
+"""The workload behaviour model: what each container of a pod needs, how long it runs, how it ends.
+
+Pure: ``model_pod(pod, context)`` takes a Pod manifest and a :class:`BehaviourContext` (policies,
+RBAC bindings, ConfigMaps, Services and addresses known to the simulation) and returns a
+:class:`PodModel` with one :class:`ContainerModel` per container. Every inference is recorded as
+a sentence (``ContainerModel.notes``) so reports can show why the simulator thinks a container
+talks to the API server or waits for a Service. docs/behaviour.md documents every default.
+
+Precedence, lowest first: inference, then pod annotations (``helmsim.dev/...``), then scenario
+overrides (:class:`BehaviourOverride`, e.g. from ``sim.behaviour_overrides``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from helmsim.cluster.latency import parse_duration
+from helmsim.errors import InputError
+from helmsim.yamlio import load_documents
+
+ANNOTATION_PREFIX = "helmsim.dev/"
+NEEDS_ANNOTATION = "helmsim.dev/needs"
+RUN_SECONDS_ANNOTATION = "helmsim.dev/run-seconds"
+EXIT_CODE_ANNOTATION = "helmsim.dev/exit-code"
+CONNECT_TIMEOUT_ANNOTATION = "helmsim.dev/connect-timeout-seconds"
+
+# k8s.io/client-go transport/cache.go: the dialer client-go builds has Timeout 30 s, so a dropped
+# SYN to the API server surfaces as "dial tcp 10.96.0.1:443: i/o timeout" after 30 s.
+DEFAULT_CONNECT_TIMEOUT = 30.0
+# Assumption (docs/behaviour.md): a Job or run-to-completion pod does its work in 5 s.
+DEFAULT_RUN_SECONDS = 5.0
+# Assumption: the probe interval of a wait loop without a visible `sleep N`.
+DEFAULT_WAIT_INTERVAL = 2.0
+# Linux: with net.ipv4.tcp_syn_retries = 6 (Documentation/networking/ip-sysctl.rst) a connect
+# without its own timeout fails after 1+2+4+8+16+32+64 = 127 s (net/ipv4/tcp_timer.c).
+KERNEL_CONNECT_TIMEOUT = 127.0
+# coreutils timeout(1): "If the command times out ... exit with status 124".
+TIMEOUT_EXIT_CODE = 124
+
+NeedKind = Literal["kube-apiserver", "dns", "fqdn", "service", "cidr"]
+
+
+@dataclass(frozen=True)
+class Need:
+    """A connection a container makes: the API server, cluster DNS, a name, a Service or a CIDR.
+
+    ``host`` is the FQDN (``fqdn``), ``namespace/name`` (``service``), the CIDR (``cidr``) or the
+    name to resolve (``dns``, optional). ``port`` is 0 for ``kube-apiserver`` and ``dns``.
+    """
+
+    kind: NeedKind
+    host: str = ""
+    port: int = 0
+    protocol: str = "TCP"
+
+    def __str__(self) -> str:
+        if self.kind in ("kube-apiserver", "dns"):
+            return self.kind
+        if self.kind == "service":
+            return f"svc/{self.host}:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def is_name(self) -> bool:
+        """Whether reaching it starts with a DNS lookup."""
+        return self.kind in ("fqdn", "service")
+
+
+def parse_need(text: str, *, namespace: str, where: str = NEEDS_ANNOTATION) -> Need:
+    """Parse ``kube-apiserver``, ``dns``, ``host:port``, ``svc/<ns>/<name>:<port>``, ``CIDR:port``."""
+    item = text.strip()
+    if item in ("kube-apiserver", "apiserver"):
+        return Need("kube-apiserver")
+    if item == "dns":
+        return Need("dns")
+    host, sep, port_text = item.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 < int(port_text) < 65536 or not host:
+        raise InputError(
+            f"{where}: {item!r} is not kube-apiserver, dns, host:port, svc/<ns>/<name>:<port> "
+            "or CIDR:port"
+        )
+    port = int(port_text)
+    if host.startswith("svc/"):
+        parts = host[4:].split("/")
+        if len(parts) == 1 and parts[0]:
+            return Need("service", f"{namespace}/{parts[0]}", port)
+        if len(parts) == 2 and all(parts):
+            return Need("service", "/".join(parts), port)
+        raise InputError(f"{where}: {item!r}: expected svc/<namespace>/<name>:<port>")
+    try:
+        net = ipaddress.ip_network(host, strict=False)
+    except ValueError:
+        return _name_need(host, port, namespace)
+    return Need("cidr", str(net), port)
+
+
+def _name_need(host: str, port: int, namespace: str, cluster_domain: str = "cluster.local") -> Need:
+    """A host name: the apiserver's Service, an in-cluster Service name, or an external FQDN."""
+    name = host.lower().rstrip(".")
+    suffix = f".svc.{cluster_domain}"
+    if name.endswith(suffix):
+        name = name[: -len(suffix)] + ".svc"
+    labels = name.split(".")
+    if name in ("kubernetes", "kubernetes.default", "kubernetes.default.svc"):
+        return Need("kube-apiserver")
+    if len(labels) == 1:
+        return Need("service", f"{namespace}/{labels[0]}", port)
+    if len(labels) == 3 and labels[2] == "svc":
+        return Need("service", f"{labels[1]}/{labels[0]}", port)
+    return Need("fqdn", name, port)
+
+
+@dataclass(frozen=True)
+class WaitLoop:
+    """An init container polling a target until it answers (``until nc -z db 5432; do …``)."""
+
+    target: Need
+    interval: float = DEFAULT_WAIT_INTERVAL
+    probe_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    bound: float | None = None  # `timeout N sh -c '…'`: exit 124 after N seconds
+
+
+@dataclass(frozen=True)
+class ContainerModel:
+    """What one container does each time it runs.
+
+    It first connects to each of ``needs`` in order (each with ``connect_timeout``); a need that
+    cannot be reached ends the run with exit code 1 at the timeout. A ``wait`` loop polls its
+    target instead. Then it applies ``applies`` (as the pod's ServiceAccount), runs
+    ``run_seconds`` (``None``: forever) and exits with ``exit_code``.
+    """
+
+    name: str
+    init: bool
+    needs: tuple[Need, ...] = ()
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    run_seconds: float | None = DEFAULT_RUN_SECONDS
+    exit_code: int = 0
+    wait: WaitLoop | None = None
+    applies: tuple[Mapping[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PodModel:
+    """The behaviour of every container of one pod, init containers first."""
+
+    containers: Mapping[str, ContainerModel]
+
+    def container(self, name: str) -> ContainerModel:
+        return self.containers[name]
+
+    @property
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        """``(container, sentence)`` for every inference, in container order."""
+        return tuple((c.name, n) for c in self.containers.values() for n in c.notes)
+
+
+@dataclass(frozen=True)
+class BehaviourOverride:
+    """A scenario's override for matching containers (the seam for later scenario files).
+
+    Match fields are shell globs (``fnmatch``); ``None`` matches anything. ``owner`` matches
+    ``Kind/name`` of the pod's controller (``Job/db-migrate``). Value fields left ``None`` keep
+    what was inferred or annotated.
+    """
+
+    namespace: str | None = None
+    pod: str | None = None
+    owner: str | None = None
+    container: str | None = None
+    needs: tuple[str, ...] | None = None
+    run_seconds: float | None = None
+    run_forever: bool = False
+    exit_code: int | None = None
+    connect_timeout: float | None = None
+
+    def matches(self, pod: Mapping[str, Any], container: str) -> bool:
+        meta = pod.get("metadata") or {}
+        owner = _controller_ref(pod)
+        owner_text = f"{owner.get('kind')}/{owner.get('name')}" if owner else ""
+        return all(
+            pattern is None or fnmatch.fnmatchcase(value, pattern)
+            for pattern, value in (
+                (self.namespace, str(meta.get("namespace") or "")),
+                (self.pod, str(meta.get("name") or "")),
+                (self.owner, owner_text),
+                (self.container, container),
+            )
+        )
+
+
+class Faults(Protocol):
+    """Fault injection consulted by the kubelet (the seam for a later fault DSL).
+
+    ``image_pull_error`` returns an error text to fail that pull (``ErrImagePull``) or ``None``;
+    ``exit_code`` returns a forced exit code for run number ``run`` (0-based) or ``None``.
+    """
+
+    def image_pull_error(
+        self, pod: Mapping[str, Any], container: str, attempt: int
+    ) -> str | None: ...
+
+    def exit_code(self, pod: Mapping[str, Any], container: str, run: int) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class BehaviourContext:
+    """What the simulation knows when the model is built (all plain manifests).
+
+    ``policies`` are NetworkPolicy / CiliumNetworkPolicy / CiliumClusterwideNetworkPolicy
+    manifests of the cluster *and* of the release being installed (a policy that has not arrived
+    yet still tells what the workload is meant to reach). ``bindings`` are RoleBindings and
+    ClusterRoleBindings, likewise. ``config_maps`` maps ``(namespace, name)`` to ``data``.
+    """
+
+    policies: Sequence[Mapping[str, Any]] = ()
+    bindings: Sequence[Mapping[str, Any]] = ()
+    config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    services: Sequence[Mapping[str, Any]] = ()
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    apiserver_cluster_ip: str = "10.96.0.1"
+    apiserver_endpoint: str = "172.18.0.2:6443"
+    kube_dns_ip: str = "10.96.0.10"
+    cluster_domain: str = "cluster.local"
+    overrides: Sequence[BehaviourOverride] = ()
+
+
+# --- the model ------------------------------------------------------------------------------------
+
+
+def model_pod(pod: Mapping[str, Any], ctx: BehaviourContext) -> PodModel:
+    """The behaviour of ``pod``'s containers (init containers first, in spec order)."""
+    spec = pod.get("spec") or {}
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+    where = f"Pod {namespace}/{meta.get('name', '')}"
+
+    granted, grant_notes = _policy_needs(pod, ctx)
+    rbac_note = _rbac_binding(pod, ctx)
+    completes, run_note = _runs_to_completion(pod)
+    ann = _annotations(annotations, namespace, where)
+
+    out: dict[str, ContainerModel] = {}
+    for c in spec.get("initContainers") or ():
+        model = _init_container(c, pod, ctx, namespace)
+        out[model.name] = _apply_overrides(model, pod, ctx.overrides, namespace)
+    for c in spec.get("containers") or ():
+        name = str(c.get("name", ""))
+        notes: list[str] = []
+        needs: list[Need] = []
+        if rbac_note:
+            needs.append(Need("kube-apiserver"))
+            notes.append(rbac_note)
+        needs.extend(granted)
+        notes.extend(grant_notes)
+        applies, apply_notes = _applies(c, pod, ctx, namespace)
+        notes.extend(apply_notes)
+        if applies:
+            needs.insert(0, Need("kube-apiserver"))
+        wait, wait_note = parse_wait_loop(script_of(c), namespace, ctx.cluster_domain)
+        if wait is not None:
+            notes.insert(0, wait_note)
+        needs = _with_dns(_dedupe(needs), notes)
+        if not needs and ann.needs is None:
+            notes.append("needs nothing on the network (no policy grants egress, no RBAC binding)")
+        run_seconds: float | None = DEFAULT_RUN_SECONDS if completes else None
+        notes.append(run_note)
+        model = ContainerModel(
+            name=name,
+            init=False,
+            needs=tuple(needs),
+            run_seconds=run_seconds,
+            wait=wait,
+            applies=tuple(applies),
+            notes=tuple(notes),
+        )
+        model = _apply_annotations(model, ann)
+        out[name] = _apply_overrides(model, pod, ctx.overrides, namespace)
+    return PodModel(out)
+
+
+def _dedupe(needs: Iterable[Need]) -> list[Need]:
+    seen: dict[Need, None] = {}
+    for n in needs:
+        seen.setdefault(n, None)
+    return list(seen)
+
+
+def _with_dns(needs: list[Need], notes: list[str]) -> list[Need]:
+    """Add ``dns`` right after the API server when any need is a name (and none is ``dns``)."""
+    if any(n.is_name for n in needs) and not any(n.kind == "dns" for n in needs):
+        names = ", ".join(str(n) for n in needs if n.is_name)
+        notes.append(f"needs cluster DNS because it reaches names ({names})")
+        at = 1 if needs and needs[0].kind == "kube-apiserver" else 0
+        needs = [*needs[:at], Need("dns"), *needs[at:]]
+    return needs
+
+
+def _controller_ref(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+
+
+def _runs_to_completion(pod: Mapping[str, Any]) -> tuple[bool, str]:
+    owner = _controller_ref(pod)
+    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    if owner is not None and owner.get("kind") == "Job":
+        return True, f"runs {DEFAULT_RUN_SECONDS:g} s then exits 0 (assumption for Job pods)"
+    if owner is not None:
+        return False, f"runs until stopped (pod of {owner.get('kind')} {owner.get('name')})"
+    if policy in ("Never", "OnFailure"):
+        return True, (
+            f"runs {DEFAULT_RUN_SECONDS:g} s then exits 0 (assumption for a bare pod with "
+            f"restartPolicy {policy})"
+        )
+    return False, "runs until stopped (bare pod with restartPolicy Always)"
+
+
+# --- RBAC -----------------------------------------------------------------------------------------
+
+
+def _rbac_binding(pod: Mapping[str, Any], ctx: BehaviourContext) -> str | None:
+    """A sentence naming the binding when the pod's ServiceAccount is bound to a (Cluster)Role."""
+    spec = pod.get("spec") or {}
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    sa = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+    for b in ctx.bindings:
+        kind = b.get("kind")
+        bmeta = b.get("metadata") or {}
+        bns = str(bmeta.get("namespace") or "")
+        if kind == "RoleBinding" and bns != namespace:
+            continue  # a RoleBinding grants only in its own namespace
+        for s in b.get("subjects") or ():
+            if s.get("kind") != "ServiceAccount" or s.get("name") != sa:
+                continue
+            # kubernetes pkg/apis/rbac/validation: a ServiceAccount subject of a RoleBinding
+            # without namespace defaults to the binding's namespace.
+            sns = s.get("namespace") or (bns if kind == "RoleBinding" else "")
+            if sns != namespace:
+                continue
+            role = b.get("roleRef") or {}
+            return (
+                f"talks to the API server: ServiceAccount {sa} is bound to "
+                f"{role.get('kind', 'Role')} {role.get('name', '?')} by {kind} {bmeta.get('name', '?')}"
+            )
+    return None
+
+
+# --- what the policies selecting the pod grant ------------------------------------------------------
+
+
+def _policy_needs(pod: Mapping[str, Any], ctx: BehaviourContext) -> tuple[list[Need], list[str]]:
+    if not ctx.policies:
+        return [], []
+    selecting = _selecting_policies(pod, ctx)
+    needs: list[Need] = []
+    notes: list[str] = []
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    for doc in selecting:
+        kind = doc.get("kind")
+        pmeta = doc.get("metadata") or {}
+        pns = pmeta.get("namespace")
+        ref = f"{kind} {pns + '/' if pns else ''}{pmeta.get('name')}"
+        if kind == "NetworkPolicy":
+            found = _np_grants(doc, namespace, ctx)
+        else:
+            found = _cnp_grants(doc, namespace, ctx)
+        for need, why in found:
+            needs.append(need)
+            notes.append(f"needs {need}: {ref} allows {why}")
+    return needs, notes
+
+
+def _selecting_policies(pod: Mapping[str, Any], ctx: BehaviourContext) -> list[Mapping[str, Any]]:
+    """The policy manifests whose subject selector selects ``pod``, via the network evaluator."""
+    from helmsim.cluster.network.flows import pod_peer
+    from helmsim.cluster.network.model import ClusterView
+    from helmsim.cluster.network.model import Pod as NetPod
+    from helmsim.cluster.network.policies import PolicySet
+
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    namespace = str(meta.get("namespace") or "default")
+    net_pod = NetPod(
+        namespace=namespace,
+        name=str(meta.get("name") or ""),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        service_account=str(spec.get("serviceAccountName") or "default"),
+    )
+    view = ClusterView(namespaces={namespace: ctx.namespace_labels.get(namespace, {})})
+    peer = pod_peer(net_pod, view)
+    out = []
+    for doc in ctx.policies:
+        compiled = PolicySet.from_manifests([doc])
+        if any(p.selects(peer) for p in compiled.k8s) or any(
+            p.selects(peer) for p in compiled.cilium
+        ):
+            out.append(doc)
+    return out
+
+
+def _ports(items: Any, default: int | None) -> list[tuple[int, str]]:
+    """Numeric (port, protocol) pairs of a ports list; ``[(default, TCP)]`` when none is numeric."""
+    out: list[tuple[int, str]] = []
+    for p in items or ():
+        if not isinstance(p, Mapping):
+            continue
+        port = p.get("port")
+        proto = str(p.get("protocol") or "TCP").upper()
+        if isinstance(port, str) and port.isdigit():
+            port = int(port)
+        if isinstance(port, int) and not isinstance(port, bool) and port > 0:
+            out.append((port, proto))
+    if not out and default is not None:
+        out.append((default, "TCP"))
+    return out
+
+
+def _is_dns_ports(ports: Sequence[tuple[int, str]]) -> bool:
+    return bool(ports) and all(p == 53 for p, _ in ports)
+
+
+def _selects_kube_dns(selector: Any) -> bool:
+    labels = (selector or {}).get("matchLabels") or {} if isinstance(selector, Mapping) else {}
+    return any(str(k).split(":", 1)[-1] == "k8s-app" and v == "kube-dns" for k, v in labels.items())
+
+
+def _apiserver_in(cidr: str, ctx: BehaviourContext) -> bool:
+    try:
+        net = ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return False
+    host = ctx.apiserver_endpoint.rpartition(":")[0].strip("[]")
+    for ip in (host, ctx.apiserver_cluster_ip):
+        try:
+            if net.prefixlen > 0 and ipaddress.ip_address(ip) in net:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _service_needs(
+    selector: Any, ns: str, ports: list[tuple[int, str]], ctx: BehaviourContext
+) -> list[Need]:
+    """Services in ``ns`` whose selector the peer's matchLabels satisfy (the pods they front)."""
+    labels = {
+        str(k).split(":", 1)[-1]: str(v)
+        for k, v in (
+            ((selector or {}).get("matchLabels") or {}) if isinstance(selector, Mapping) else {}
+        ).items()
+    }
+    if not labels:
+        return []
+    out = []
+    for svc in ctx.services:
+        smeta = svc.get("metadata") or {}
+        sel = (svc.get("spec") or {}).get("selector") or {}
+        if str(smeta.get("namespace") or "default") != ns or not sel:
+            continue
+        if all(labels.get(str(k)) == str(v) for k, v in sel.items()):
+            svc_ports = [
+                int(p["port"]) for p in (svc.get("spec") or {}).get("ports") or () if "port" in p
+            ]
+            for port in [p for p, _ in ports] or svc_ports[:1]:
+                out.append(Need("service", f"{ns}/{smeta.get('name')}", port))
+    return out
+
+
+def _np_grants(
+    doc: Mapping[str, Any], namespace: str, ctx: BehaviourContext
+) -> list[tuple[Need, str]]:
+    # kubernetes/api networking/v1/types.go NetworkPolicyEgressRule: `to` AND `ports`.
+    out: list[tuple[Need, str]] = []
+    for rule in (doc.get("spec") or {}).get("egress") or ():
+        ports = _ports(rule.get("ports"), None)
+        for peer in rule.get("to") or ():
+            block = peer.get("ipBlock")
+            if isinstance(block, Mapping):
+                cidr = str(block.get("cidr", ""))
+                if _apiserver_in(cidr, ctx):
+                    out.append(
+                        (Need("kube-apiserver"), f"egress to ipBlock {cidr} (the API server)")
+                    )
+                elif not cidr.endswith("/0"):
+                    for port, proto in ports or [(443, "TCP")]:
+                        out.append((Need("cidr", cidr, port, proto), f"egress to ipBlock {cidr}"))
+                continue
+            if _selects_kube_dns(peer.get("podSelector")) or _is_dns_ports(ports):
+                out.append((Need("dns"), "egress to kube-dns on port 53"))
+                continue
+            ns_sel = peer.get("namespaceSelector")
+            target_ns = namespace
+            if isinstance(ns_sel, Mapping):
+                name = (ns_sel.get("matchLabels") or {}).get("kubernetes.io/metadata.name")
+                if not name:
+                    continue
+                target_ns = str(name)
+            for need in _service_needs(peer.get("podSelector"), target_ns, ports, ctx):
+                out.append((need, f"egress to the pods behind Service {need.host}"))
+        if not rule.get("to") and _is_dns_ports(ports):
+            out.append((Need("dns"), "egress on port 53"))
+    return out
+
+
+def _cnp_grants(
+    doc: Mapping[str, Any], namespace: str, ctx: BehaviourContext
+) -> list[tuple[Need, str]]:
+    # cilium/cilium pkg/policy/api/egress.go EgressRule: toEntities, toFQDNs, toCIDR(Set),
+    # toEndpoints, toServices, each with toPorts.
+    specs = [doc.get("spec")] if doc.get("spec") else []
+    specs += list(doc.get("specs") or ())
+    out: list[tuple[Need, str]] = []
+    for spec in specs:
+        if not isinstance(spec, Mapping):
+            continue
+        for rule in spec.get("egress") or ():
+            ports = [pp for tp in rule.get("toPorts") or () for pp in _ports(tp.get("ports"), None)]
+            for entity in rule.get("toEntities") or ():
+                if entity == "kube-apiserver":
+                    out.append((Need("kube-apiserver"), "toEntities kube-apiserver"))
+            for fq in rule.get("toFQDNs") or ():
+                name = (fq or {}).get("matchName")
+                if name:
+                    for port, proto in ports or [(443, "TCP")]:
+                        out.append(
+                            (
+                                Need("fqdn", str(name).lower().rstrip("."), port, proto),
+                                f"toFQDNs {name}",
+                            )
+                        )
+            for cidr in [
+                *(rule.get("toCIDR") or ()),
+                *((s or {}).get("cidr") for s in rule.get("toCIDRSet") or ()),
+            ]:
+                if not cidr:
+                    continue
+                if _apiserver_in(str(cidr), ctx):
+                    out.append((Need("kube-apiserver"), f"toCIDR {cidr} (the API server)"))
+                elif not str(cidr).endswith("/0"):
+                    for port, proto in ports or [(443, "TCP")]:
+                        out.append((Need("cidr", str(cidr), port, proto), f"toCIDR {cidr}"))
+            for sel in rule.get("toEndpoints") or ():
+                if _selects_kube_dns(sel) or _is_dns_ports(ports):
+                    out.append((Need("dns"), "egress to kube-dns on port 53"))
+                    continue
+                labels = (sel or {}).get("matchLabels") or {}
+                target_ns = next(
+                    (
+                        str(v)
+                        for k, v in labels.items()
+                        if str(k).split(":", 1)[-1] == "io.kubernetes.pod.namespace"
+                    ),
+                    namespace,
+                )
+                for need in _service_needs(sel, target_ns, ports, ctx):
+                    out.append((need, f"toEndpoints of Service {need.host}"))
+            for svc in rule.get("toServices") or ():
+                ref = (svc or {}).get("k8sService") or {}
+                name, ns = ref.get("serviceName"), ref.get("namespace") or namespace
+                if name == "kubernetes" and ns == "default":
+                    out.append((Need("kube-apiserver"), "toServices default/kubernetes"))
+                elif name:
+                    for port, _ in ports or [(80, "TCP")]:
+                        out.append(
+                            (Need("service", f"{ns}/{name}", port), f"toServices {ns}/{name}")
+                        )
+    return out
+
+
+# --- annotations and overrides --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Annotated:
+    needs: tuple[Need, ...] | None = None
+    run_seconds: float | None = None
+    run_forever: bool = False
+    exit_code: int | None = None
+    connect_timeout: float | None = None
+
+
+def _seconds(value: str, key: str, where: str) -> float:
+    try:
+        return (
+            float(value)
+            if re.fullmatch(r"[0-9]+(\.[0-9]+)?", value.strip())
+            else parse_duration(value)
+        )
+    except ValueError:
+        raise InputError(
+            f"{where}: annotation {key}: {value!r} is not a number of seconds or a duration"
+        ) from None
+
+
+def _annotations(ann: Mapping[str, str], namespace: str, where: str) -> _Annotated:
+    out = _Annotated()
+    if NEEDS_ANNOTATION in ann:
+        items = [s for s in ann[NEEDS_ANNOTATION].split(",") if s.strip()]
+        out = replace(
+            out,
+            needs=tuple(
+                parse_need(s, namespace=namespace, where=f"{where}: annotation {NEEDS_ANNOTATION}")
+                for s in items
+            ),
+        )
+    if RUN_SECONDS_ANNOTATION in ann:
+        value = ann[RUN_SECONDS_ANNOTATION].strip()
+        if value.lower() in ("forever", "inf", "infinity"):
+            out = replace(out, run_forever=True)
+        else:
+            out = replace(out, run_seconds=_seconds(value, RUN_SECONDS_ANNOTATION, where))
+    if EXIT_CODE_ANNOTATION in ann:
+        value = ann[EXIT_CODE_ANNOTATION].strip()
+        if not value.isdigit() or int(value) > 255:
+            raise InputError(
+                f"{where}: annotation {EXIT_CODE_ANNOTATION}: {value!r} is not an exit code 0-255"
+            )
+        out = replace(out, exit_code=int(value))
+    if CONNECT_TIMEOUT_ANNOTATION in ann:
+        out = replace(
+            out,
+            connect_timeout=_seconds(
+                ann[CONNECT_TIMEOUT_ANNOTATION], CONNECT_TIMEOUT_ANNOTATION, where
+            ),
+        )
+    return out
+
+
+def _apply_annotations(model: ContainerModel, ann: _Annotated) -> ContainerModel:
+    notes = list(model.notes)
+    if ann.needs is not None:
+        model = replace(model, needs=ann.needs)
+        notes.append(
+            f"needs {', '.join(map(str, ann.needs)) or 'nothing'} (annotation {NEEDS_ANNOTATION})"
+        )
+    if ann.run_forever:
+        model = replace(model, run_seconds=None)
+        notes.append(f"runs until stopped (annotation {RUN_SECONDS_ANNOTATION})")
+    elif ann.run_seconds is not None:
+        model = replace(model, run_seconds=ann.run_seconds)
+        notes.append(f"runs {ann.run_seconds:g} s (annotation {RUN_SECONDS_ANNOTATION})")
+    if ann.exit_code is not None:
+        if model.run_seconds is None and not ann.run_forever:
+            model = replace(model, run_seconds=DEFAULT_RUN_SECONDS)
+            notes.append(f"runs {DEFAULT_RUN_SECONDS:g} s before the forced exit (assumption)")
+        model = replace(model, exit_code=ann.exit_code)
+        notes.append(f"exits {ann.exit_code} on every run (annotation {EXIT_CODE_ANNOTATION})")
+    if ann.connect_timeout is not None:
+        model = replace(model, connect_timeout=ann.connect_timeout)
+        notes.append(
+            f"gives up a connection after {ann.connect_timeout:g} s (annotation {CONNECT_TIMEOUT_ANNOTATION})"
+        )
+    return replace(model, notes=tuple(notes))
+
+
+def _apply_overrides(
+    model: ContainerModel,
+    pod: Mapping[str, Any],
+    overrides: Sequence[BehaviourOverride],
+    namespace: str,
+) -> ContainerModel:
+    for ov in overrides:
+        if not ov.matches(pod, model.name):
+            continue
+        notes = list(model.notes)
+        if ov.needs is not None:
+            needs = tuple(
+                parse_need(s, namespace=namespace, where="behaviour override") for s in ov.needs
+            )
+            model = replace(model, needs=needs, wait=None)
+            notes.append(f"needs {', '.join(map(str, needs)) or 'nothing'} (scenario override)")
+        if ov.run_forever:
+            model = replace(model, run_seconds=None)
+            notes.append("runs until stopped (scenario override)")
+        elif ov.run_seconds is not None:
+            model = replace(model, run_seconds=ov.run_seconds)
+            notes.append(f"runs {ov.run_seconds:g} s (scenario override)")
+        if ov.exit_code is not None:
+            if model.run_seconds is None and not ov.run_forever:
+                model = replace(model, run_seconds=DEFAULT_RUN_SECONDS)
+            model = replace(model, exit_code=ov.exit_code)
+            notes.append(f"exits {ov.exit_code} (scenario override)")
+        if ov.connect_timeout is not None:
+            model = replace(model, connect_timeout=ov.connect_timeout)
+            notes.append(
+                f"gives up a connection after {ov.connect_timeout:g} s (scenario override)"
+            )
+        model = replace(model, notes=tuple(notes))
+    return model
+
+
+# --- init containers: wait loops ------------------------------------------------------------------
+
+
+def script_of(container: Mapping[str, Any]) -> str:
+    """The shell text a container runs: the ``-c`` script of a shell, else command + args."""
+    argv = [str(a) for a in [*(container.get("command") or ()), *(container.get("args") or ())]]
+    for i, arg in enumerate(argv[:-1]):
+        is_c = arg == "-c" or (
+            arg.startswith("-") and arg.endswith("c") and not arg.startswith("--")
+        )
+        if is_c and i > 0 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash", "dash", "zsh"):
+            return argv[i + 1]
+    return " ".join(shlex.quote(a) if " " in a else a for a in argv)
+
+
+_LOOP = re.compile(
+    r"\b(?:until|while\s+!)\s+(?P<probe>.+?);?\s*do\b(?P<body>.*?)\bdone\b", re.DOTALL
+)
+_TIMEOUT = re.compile(
+    r"\btimeout\s+(?:-[a-zA-Z]+(?:\s+\S+)?\s+)*(?P<n>[0-9.]+)(?P<u>[smhd]?)\s+(?:sh|bash|ash)\b"
+)
+_SLEEP = re.compile(r"\bsleep\s+(?P<n>[0-9.]+)(?P<u>[smh]?)")
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_URL = re.compile(r"(?P<scheme>https?)://(?P<host>\[[^\]]+\]|[^/:\s'\"]+)(?::(?P<port>[0-9]+))?")
+
+
+def parse_wait_loop(
+    script: str, namespace: str, cluster_domain: str = "cluster.local"
+) -> tuple[WaitLoop | None, str]:
+    """Recognise ``until <probe>; do sleep N; done`` (optionally under ``timeout N sh -c``).
+
+    Returns the loop and a sentence describing it, or ``(None, "")``.
+    """
+    m = _LOOP.search(script)
+    if m is None:
+        return None, ""
+    probe, body = m.group("probe").strip(), m.group("body")
+    found = _probe_target(probe, namespace, cluster_domain)
+    if found is None:
+        return None, ""
+    target, probe_timeout, what = found
+    sleep = _SLEEP.search(body)
+    interval = (
+        float(sleep.group("n")) * _UNITS[sleep.group("u")] if sleep else DEFAULT_WAIT_INTERVAL
+    )
+    tm = _TIMEOUT.search(script)
+    bound = float(tm.group("n")) * _UNITS[tm.group("u")] if tm else None
+    bound_text = (
+        f", gives up after {bound:g} s (timeout exits {TIMEOUT_EXIT_CODE})"
+        if bound
+        else ", without a bound"
+    )
+    return (
+        WaitLoop(target, interval, probe_timeout, bound),
+        f"waits for {target} ({what}, every {interval:g} s{bound_text})",
+    )
+
+
+def _flag_value(tokens: Sequence[str], *flags: str) -> float | None:
+    for i, tok in enumerate(tokens):
+        for flag in flags:
+            if tok == flag and i + 1 < len(tokens):
+                try:
+                    return float(tokens[i + 1])
+                except ValueError:
+                    return None
+            if tok.startswith(flag + "=") or (
+                len(flag) == 2 and tok.startswith(flag) and tok[2:].isdigit()
+            ):
+                try:
+                    return float(tok.split("=", 1)[1] if "=" in tok else tok[2:])
+                except ValueError:
+                    return None
+    return None
+
+
+def _probe_target(probe: str, namespace: str, domain: str) -> tuple[Need, float, str] | None:
+    try:
+        tokens = shlex.split(probe)
+    except ValueError:
+        tokens = probe.split()
+    if not tokens:
+        return None
+    cmd = tokens[0].rsplit("/", 1)[-1]
+    if cmd == "kubectl":
+        # client-go transport: 30 s dial timeout (k8s.io/client-go transport/cache.go).
+        return Need("kube-apiserver"), DEFAULT_CONNECT_TIMEOUT, f"polls `{probe}`"
+    if cmd in ("nc", "ncat", "netcat"):
+        args = [t for t in tokens[1:] if not t.startswith("-")]
+        wait = _flag_value(tokens, "-w")
+        positional = [a for a in args if not (wait is not None and a == f"{wait:g}")]
+        if len(positional) >= 2 and positional[-1].isdigit():
+            need = _host_need(positional[-2], int(positional[-1]), namespace, domain)
+            return need, wait or KERNEL_CONNECT_TIMEOUT, f"polls `{probe}`"
+        return None
+    if cmd in ("wget", "curl"):
+        m = _URL.search(probe)
+        if m is None:
+            return None
+        port = int(m.group("port") or (443 if m.group("scheme") == "https" else 80))
+        need = _host_need(m.group("host").strip("[]"), port, namespace, domain)
+        limit = _flag_value(tokens, "-T", "--timeout", "--connect-timeout", "-m", "--max-time")
+        return need, limit or KERNEL_CONNECT_TIMEOUT, f"polls `{probe}`"
+    if cmd in ("nslookup", "getent", "host", "dig"):
+        names = [t for t in tokens[1:] if not t.startswith("-") and t not in ("hosts", "ahosts")]
+        if names:
+            return Need("dns", names[0]), 10.0, f"polls `{probe}`"
+    return None
+
+
+def _host_need(host: str, port: int, namespace: str, domain: str) -> Need:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return _name_need(host, port, namespace, domain)
+    return Need("cidr", f"{host}/{32 if ':' not in host else 128}", port)
+
+
+def _init_container(
+    c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
+) -> ContainerModel:
+    name = str(c.get("name", ""))
+    script = script_of(c)
+    wait, sentence = parse_wait_loop(script, namespace, ctx.cluster_domain)
+    applies, apply_notes = _applies(c, pod, ctx, namespace)
+    notes = list(apply_notes)
+    needs: list[Need] = [Need("kube-apiserver")] if applies else []
+    if wait is not None:
+        notes.insert(0, sentence)
+    elif not applies:
+        notes.append(
+            f"runs {DEFAULT_RUN_SECONDS:g} s then exits 0 (assumption for init containers)"
+        )
+    return ContainerModel(
+        name=name,
+        init=True,
+        needs=tuple(needs),
+        run_seconds=0.0 if (wait or applies) else DEFAULT_RUN_SECONDS,
+        wait=wait,
+        applies=tuple(applies),
+        notes=tuple(notes),
+    )
+
+
+# --- kubectl apply ---------------------------------------------------------------------------------
+
+_HEREDOC = re.compile(
+    r"kubectl\s+(?:apply|create)\b[^\n]*?-f\s*-[^\n]*?<<-?\s*(?P<q>['\"]?)(?P<tag>\w+)(?P=q)[^\n]*\n(?P<body>.*?)\n\s*(?P=tag)\s*(?:\n|$)",
+    re.DOTALL,
+)
+_CAT_HEREDOC = re.compile(
+    r"cat\s+<<-?\s*(?P<q>['\"]?)(?P<tag>\w+)(?P=q)\s*\|\s*kubectl\s+(?:apply|create)\b[^\n]*\n(?P<body>.*?)\n\s*(?P=tag)\s*(?:\n|$)",
+    re.DOTALL,
+)
+_ECHO = re.compile(
+    r"(?:echo|printf)\s+(?:-[a-z]+\s+)*(?:'%s\\?n?'\s+)?(?P<q>['\"])(?P<body>.*?)(?P=q)\s*\|\s*kubectl\s+(?:apply|create)\b",
+    re.DOTALL,
+)
+_FILE = re.compile(
+    r"kubectl\s+(?:apply|create)\b[^|\n;&]*?(?:-f|--filename)[=\s]+(?P<path>/[^\s;&|]+)"
+)
+
+
+def _applies(
+    c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Objects the container creates with ``kubectl apply`` (inline or from a ConfigMap file)."""
+    script = script_of(c)
+    if "kubectl" not in script:
+        return [], []
+    texts: list[tuple[str, str]] = []
+    for rx in (_HEREDOC, _CAT_HEREDOC):
+        texts += [(m.group("body"), "an inline manifest (heredoc)") for m in rx.finditer(script)]
+    texts += [
+        (m.group("body"), "an inline manifest (echo | kubectl apply -f -)")
+        for m in _ECHO.finditer(script)
+    ]
+    for m in _FILE.finditer(script):
+        path = m.group("path")
+        for text, origin in _config_map_files(path, c, pod, ctx, namespace):
+            texts.append((text, origin))
+    objs: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for text, origin in texts:
+        try:
+            docs = [d.value for d in load_documents(text, origin) if isinstance(d.value, dict)]
+        except InputError:
+            notes.append(f"runs kubectl apply of {origin} that is not valid YAML or JSON (ignored)")
+            continue
+        for d in docs:
+            if d.get("kind") == "List":
+                docs.extend(i for i in d.get("items") or () if isinstance(i, dict))
+                continue
+            if not d.get("kind") or not (d.get("metadata") or {}).get("name"):
+                continue
+            if _namespaced(d):
+                d.setdefault("metadata", {}).setdefault("namespace", namespace)
+            objs.append(d)
+            meta = d["metadata"]
+            ref = f"{d['kind']} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta['name']}"
+            notes.append(f"applies {ref} from {origin} (needs the API server)")
+    return objs, notes
+
+
+_CLUSTER_SCOPED = {
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "StorageClass",
+    "PersistentVolume",
+    "PriorityClass",
+    "CiliumClusterwideNetworkPolicy",
+    "Node",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "APIService",
+}
+
+
+def _namespaced(doc: Mapping[str, Any]) -> bool:
+    return doc.get("kind") not in _CLUSTER_SCOPED
+
+
+def _config_map_files(
+    path: str, c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
+) -> list[tuple[str, str]]:
+    """The ConfigMap data behind ``path`` (a file or a directory) through the container's mounts."""
+    volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or ()}
+    out: list[tuple[str, str]] = []
+    for mount in c.get("volumeMounts") or ():
+        mpath = str(mount.get("mountPath", "")).rstrip("/")
+        vol = volumes.get(mount.get("name")) or {}
+        cm = vol.get("configMap")
+        if not cm or not mpath or not (path == mpath or path.startswith(mpath + "/")):
+            continue
+        data = ctx.config_maps.get((namespace, str(cm.get("name"))))
+        if data is None:
+            continue
+        # kubernetes pkg/volume/configmap: `items` maps keys to paths, else every key is a file.
+        files = {str(i.get("path")): str(i.get("key")) for i in cm.get("items") or ()} or {
+            k: k for k in data
+        }
+        if mount.get("subPath"):
+            files = {"": files.get(str(mount["subPath"]), str(mount["subPath"]))}
+        rel = path[len(mpath) :].lstrip("/")
+        for fpath, key in sorted(files.items()):
+            if key in data and rel in ("", fpath):
+                out.append(
+                    (
+                        str(data[key]),
+                        f"{path if rel else mpath + '/' + fpath} (ConfigMap {cm.get('name')} key {key})",
+                    )
+                )
+    return out
+
+
+def needs_summary(model: ContainerModel) -> str:
+    """``kube-apiserver, dns, api.github.com:443`` or ``nothing``."""
+    return ", ".join(str(n) for n in model.needs) or "nothing"

@@ -1,0 +1,816 @@
+"""The kubelet: runs bound pods through sandbox, image pulls, init and app containers.
+
+One SimPy process per pod and per app container. What a container does when it runs comes from
+the behaviour model (:mod:`helmsim.cluster.behaviour`); its connections go through the network
+state (:mod:`helmsim.cluster.netstate`). Status is written the way ``kubectl get pod -o yaml``
+shows it: phase, conditions with lastTransitionTime, container states, restartCount.
+
+Not modelled: liveness probes (they always pass), serialized image pulls, the pod worker's
+resync period (a restart happens exactly when its back-off expires), ephemeral and sidecar
+(restartable init) containers, resource limits and OOM kills.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import ipaddress
+from collections import defaultdict
+from collections.abc import Generator, Mapping
+from typing import Any
+
+import simpy
+
+from helmsim.cluster.behaviour import (
+    BehaviourContext,
+    ContainerModel,
+    PodModel,
+    model_pod,
+)
+from helmsim.cluster.engine import Controller, Simulation
+from helmsim.cluster.netstate import network_state
+from helmsim.cluster.store import ApiError, ref_of
+
+SOURCE = "kubelet"
+# kubernetes pkg/kubelet/active_deadline.go: reason and message of an expired activeDeadlineSeconds.
+DEADLINE_REASON = "DeadlineExceeded"
+DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+# k8s.io/api core/v1/types.go Probe: periodSeconds defaults to 10, successThreshold to 1.
+PROBE_PERIOD = 10.0
+# Exit codes of a container stopped by the kubelet: SIGTERM on deletion, SIGKILL on deadline.
+EXIT_SIGTERM = 143
+EXIT_SIGKILL = 137
+
+Key = tuple[str, str]
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration String(), truncated to milliseconds: ``2.5s``, ``500ms``, ``1m30s``."""
+    ms = int(seconds * 1000 + 1e-6)
+    if ms < 1000:
+        return f"{ms}ms" if ms else "0s"
+    h, rem = divmod(ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    s = f"{rem / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+    return (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + s
+
+
+def default_pull_policy(image: str) -> str:
+    """k8s.io/kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Container: Always for
+    ``:latest`` or an untagged image, else IfNotPresent."""
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def get_phase(
+    spec: Mapping[str, Any],
+    init_statuses: list[dict[str, Any]],
+    statuses: list[dict[str, Any]],
+    *,
+    terminal: bool = False,
+) -> str:
+    """The pod phase from container statuses: kubernetes pkg/kubelet/kubelet_pods.go getPhase."""
+    policy = spec.get("restartPolicy") or "Always"
+    by_name = {s["name"]: s for s in init_statuses}
+    pending_init = failed_init = 0
+    for c in spec.get("initContainers") or ():
+        st = by_name.get(c.get("name"))
+        state = (st or {}).get("state") or {}
+        if st is None or "running" in state:
+            pending_init += 1
+        elif "terminated" in state:
+            if state["terminated"].get("exitCode") != 0:
+                failed_init += 1
+        elif "waiting" in state:
+            last = (st.get("lastState") or {}).get("terminated")
+            if last is not None:
+                if last.get("exitCode") != 0:
+                    failed_init += 1
+            else:
+                pending_init += 1
+        else:
+            pending_init += 1
+    by_name = {s["name"]: s for s in statuses}
+    unknown = running = waiting = stopped = succeeded = 0
+    for c in spec.get("containers") or ():
+        st = by_name.get(c.get("name"))
+        if st is None:
+            unknown += 1
+            continue
+        state = st.get("state") or {}
+        if "running" in state:
+            running += 1
+        elif "terminated" in state:
+            stopped += 1
+            if state["terminated"].get("exitCode") == 0:
+                succeeded += 1
+        elif "waiting" in state:
+            if (st.get("lastState") or {}).get("terminated") is not None:
+                stopped += 1
+            else:
+                waiting += 1
+        else:
+            unknown += 1
+    if failed_init > 0 and policy == "Never":
+        return "Failed"
+    if pending_init > 0 or waiting > 0:
+        return "Pending"
+    if running > 0 and unknown == 0:
+        return "Running"
+    if running == 0 and stopped > 0 and unknown == 0:
+        if terminal:
+            return "Succeeded" if stopped == succeeded else "Failed"
+        if policy == "Always":
+            return "Running"
+        if stopped == succeeded:
+            return "Succeeded"
+        if policy == "Never":
+            return "Failed"
+        return "Running"
+    return "Pending"
+
+
+def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourContext:
+    """What the behaviour model may read: the store plus the release being installed.
+
+    ``sim.release_objects`` (optional, set by whoever drives the simulation) holds the manifests
+    of the release, so a policy or binding that has not been applied yet still says what the
+    workload is meant to reach; ``sim.behaviour_overrides`` holds scenario overrides.
+    """
+    store = sim.store
+    release = [o for o in getattr(sim, "release_objects", ()) or () if isinstance(o, Mapping)]
+
+    cluster_scoped = ("ClusterRoleBinding", "CiliumClusterwideNetworkPolicy")
+
+    def gather(*kinds: str) -> list[Mapping[str, Any]]:
+        seen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        for o in release:
+            kind = str(o.get("kind"))
+            if kind not in kinds:
+                continue
+            doc = copy.deepcopy(dict(o))
+            meta = doc.setdefault("metadata", {})
+            if kind not in cluster_scoped and not meta.get("namespace"):
+                # Helm installs namespaced objects without a namespace into the release's.
+                meta["namespace"] = str(pod["metadata"].get("namespace") or "default")
+            seen[(kind, str(meta.get("namespace") or ""), str(meta.get("name")))] = doc
+        for kind in kinds:
+            for o in store.list(kind):
+                meta = o["metadata"]
+                seen[(kind, str(meta.get("namespace") or ""), str(meta.get("name")))] = o
+        return [seen[k] for k in sorted(seen)]
+
+    config_maps = {
+        (str(o["metadata"].get("namespace") or ""), str(o["metadata"]["name"])): {
+            str(k): str(v) for k, v in (o.get("data") or {}).items()
+        }
+        for o in gather("ConfigMap")
+    }
+    addressing = getattr(sim.profile, "addressing", None)
+    return BehaviourContext(
+        policies=gather("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"),
+        bindings=gather("RoleBinding", "ClusterRoleBinding"),
+        config_maps=config_maps,
+        services=gather("Service"),
+        namespace_labels={
+            str(n["metadata"]["name"]): n["metadata"].get("labels") or {}
+            for n in store.list("Namespace")
+        },
+        apiserver_cluster_ip=str(getattr(addressing, "apiserver_cluster_ip", "10.96.0.1")),
+        apiserver_endpoint=str(getattr(addressing, "apiserver_endpoint", "172.18.0.2:6443")),
+        kube_dns_ip=str(getattr(addressing, "kube_dns_cluster_ip", "10.96.0.10")),
+        cluster_domain=str(getattr(addressing, "cluster_domain", "cluster.local")),
+        overrides=tuple(getattr(sim, "behaviour_overrides", ()) or ()),
+    )
+
+
+class Kubelet(Controller):
+    """Runs the pods bound to the profile's nodes (one kubelet for all nodes)."""
+
+    name = "kubelet"
+    kinds = ("Pod",)
+
+    def __init__(self, sim: Simulation) -> None:
+        super().__init__(sim)
+        self.net = network_state(sim)
+        self.runtimes: dict[Key, PodRuntime] = {}
+        self.images: dict[str, set[str]] = defaultdict(set)
+        self._ips: dict[str, int] = {}
+
+    def on_event(self, event: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        rt = self.runtimes.get(key)
+        if rt is not None and rt.uid != meta.get("uid"):
+            rt.stop(None, "replaced")
+            self.runtimes.pop(key, None)
+            rt = None
+        if event == "DELETED":
+            if rt is not None:
+                rt.stop(None, "deleted")
+                self.runtimes.pop(key, None)
+            return
+        if meta.get("deletionTimestamp"):
+            if rt is not None:
+                found = self.sim.trace.find(what="deleting", obj=ref_of(obj))
+                rt.stop(found[-1].id if found else None, "deleted")
+            return
+        phase = (obj.get("status") or {}).get("phase")
+        if (
+            rt is None
+            and (obj.get("spec") or {}).get("nodeName")
+            and phase not in ("Succeeded", "Failed")
+        ):
+            rt = PodRuntime(self, obj)
+            self.runtimes[key] = rt
+            rt.start()
+
+    def allocate_ip(self, node: str) -> str:
+        """The next pod IP on ``node``: the node's /24 of the pod CIDR, from .10 (deterministic)."""
+        nodes = [n.name for n in self.sim.profile.nodes]
+        index = nodes.index(node) if node in nodes else 0
+        addressing = getattr(self.sim.profile, "addressing", None)
+        cidr = ipaddress.ip_network(str(getattr(addressing, "pod_cidr", "10.244.0.0/16")))
+        subnets: list[Any] = list(cidr.subnets(new_prefix=24)) if cidr.prefixlen <= 24 else [cidr]
+        subnet = subnets[index % len(subnets)]
+        n = self._ips.get(node, 10)
+        self._ips[node] = n + 1
+        return str(subnet.network_address + (n % (subnet.num_addresses - 2)))
+
+
+class PodRuntime:
+    """One pod on its node: the pod process, its container processes and its status."""
+
+    def __init__(self, kubelet: Kubelet, pod: Mapping[str, Any]) -> None:
+        self.k = kubelet
+        self.sim = kubelet.sim
+        self.store = kubelet.store
+        meta = pod["metadata"]
+        self.key: Key = (str(meta.get("namespace") or ""), str(meta["name"]))
+        self.uid = meta.get("uid")
+        self.ref = ref_of(pod)
+        self.spec = copy.deepcopy(pod.get("spec") or {})
+        self.node = str(self.spec.get("nodeName"))
+        self.policy = self.spec.get("restartPolicy") or "Always"
+        self.inits = list(self.spec.get("initContainers") or ())
+        self.apps = list(self.spec.get("containers") or ())
+        self.init_status = [self._fresh(c, "PodInitializing") for c in self.inits]
+        first = "PodInitializing" if self.inits else "ContainerCreating"
+        self.app_status = [self._fresh(c, first) for c in self.apps]
+        self.conditions: dict[str, dict[str, Any]] = {}
+        self.phase = "Pending"
+        self.reason: str | None = None
+        self.message: str | None = None
+        self.ip: str | None = None
+        self.start_time: str | None = None
+        self.started_at: float = 0.0
+        self.main: simpy.Process | None = None
+        self.procs: dict[str, simpy.Process] = {}
+        self.stopped = False
+        self.model: PodModel | None = None
+        self.backoff: dict[str, tuple[float, float]] = {}
+        self.runs: dict[str, int] = defaultdict(int)
+        self.last_event: int | None = None
+        found = self.sim.trace.find(what="scheduled", obj=self.ref)
+        self.cause = found[-1].id if found else None
+
+    # --- status ----------------------------------------------------------------------------------
+    @staticmethod
+    def _fresh(c: Mapping[str, Any], reason: str) -> dict[str, Any]:
+        return {
+            "name": c.get("name"),
+            "image": c.get("image"),
+            "imageID": "",
+            "ready": False,
+            "started": False,
+            "restartCount": 0,
+            "state": {"waiting": {"reason": reason}},
+            "lastState": {},
+        }
+
+    def _status_of(self, name: str) -> dict[str, Any]:
+        for st in (*self.init_status, *self.app_status):
+            if st["name"] == name:
+                return st
+        raise KeyError(name)
+
+    def _cond(
+        self, type_: str, ok: bool, reason: str | None = None, message: str | None = None
+    ) -> None:
+        status = "True" if ok else "False"
+        old = self.conditions.get(type_)
+        cond: dict[str, Any] = {"type": type_, "status": status, "lastProbeTime": None}
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        same = old is not None and old["status"] == status
+        cond["lastTransitionTime"] = (
+            old["lastTransitionTime"] if same and old else self.sim.timestamp()
+        )
+        self.conditions[type_] = cond
+
+    def _derive(self) -> None:
+        """Phase and the Initialized / ContainersReady / Ready conditions from container states."""
+        if self.phase not in ("Succeeded", "Failed"):
+            self.phase = get_phase(
+                self.spec, self.init_status, self.app_status, terminal=self.stopped
+            )
+        # kubernetes pkg/kubelet/status/generate.go GeneratePodInitializedCondition,
+        # GenerateContainersReadyCondition, GeneratePodReadyCondition.
+        pending = [
+            s["name"]
+            for s in self.init_status
+            if (s["state"].get("terminated") or {}).get("exitCode") != 0
+        ]
+        if pending:
+            self._cond(
+                "Initialized",
+                False,
+                "ContainersNotInitialized",
+                f"containers with incomplete status: [{' '.join(pending)}]",
+            )
+        else:
+            self._cond("Initialized", True)
+        unready = [s["name"] for s in self.app_status if not s["ready"]]
+        if self.phase == "Succeeded":
+            self._cond("ContainersReady", False, "PodCompleted")
+            self._cond("Ready", False, "PodCompleted")
+        elif unready:
+            msg = f"containers with unready status: [{' '.join(unready)}]"
+            self._cond("ContainersReady", False, "ContainersNotReady", msg)
+            self._cond("Ready", False, "ContainersNotReady", msg)
+        else:
+            self._cond("ContainersReady", True)
+            self._cond("Ready", True)
+
+    def push(self, message: str | None = None, cause: int | None = None) -> None:
+        """Write the pod status (re-reading the live pod: other writers' conditions are kept)."""
+        live = self.store.get("Pod", *self.key)
+        if live is None or live["metadata"].get("uid") != self.uid:
+            return
+        old_phase = (live.get("status") or {}).get("phase")
+        self._derive()
+        status = copy.deepcopy(live.get("status") or {})
+        mine = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
+        theirs = [c for c in status.get("conditions") or () if c.get("type") not in mine]
+        order = {"PodReadyToStartContainers": 0, "Initialized": 1, "Ready": 2, "ContainersReady": 3}
+        status["conditions"] = [
+            *[self.conditions[t] for t in sorted(self.conditions, key=order.__getitem__)],
+            *theirs,
+        ]
+        status["phase"] = self.phase
+        status["hostIP"] = self._host_ip()
+        status["hostIPs"] = [{"ip": status["hostIP"]}]
+        if self.ip:
+            status["podIP"] = self.ip
+            status["podIPs"] = [{"ip": self.ip}]
+        if self.start_time:
+            status["startTime"] = self.start_time
+        if self.inits:
+            status["initContainerStatuses"] = copy.deepcopy(self.init_status)
+        status["containerStatuses"] = copy.deepcopy(self.app_status)
+        status.setdefault("qosClass", "BestEffort")
+        if self.reason:
+            status["reason"] = self.reason
+            status["message"] = self.message
+        if old_phase != self.phase:
+            message = f"{self.ref} phase {old_phase or 'Pending'} -> {self.phase}" + (
+                f" ({message})" if message else ""
+            )
+        self.store.update_status(
+            "Pod", *self.key, status, actor=self.k.name, cause=cause, message=message
+        )
+
+    def _host_ip(self) -> str:
+        for i, n in enumerate(self.sim.profile.nodes):
+            if n.name == self.node:
+                return str(n.internal_ip or f"172.18.0.{i + 2}")
+        return "172.18.0.2"
+
+    def event(self, type_: str, reason: str, message: str, cause: int | None = None) -> int:
+        live = self.store.get("Pod", *self.key) or {
+            "kind": "Pod",
+            "metadata": {"namespace": self.key[0], "name": self.key[1]},
+        }
+        ev = self.store.record_event(live, type_, reason, message, source=SOURCE, cause=cause)
+        self.last_event = ev
+        return ev
+
+    def log(self, what: str, message: str, cause: int | None = None, **data: Any) -> int:
+        return self.sim.log(self.k.name, what, self.ref, message, cause=cause, **data).id
+
+    def formatted(self) -> str:
+        """kubernetes pkg/kubelet/util/format/pod.go Pod: ``name_namespace(uid)``."""
+        return f"{self.key[1]}_{self.key[0]}({self.uid})"
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.main = self.sim.process(self._run())
+
+    def _run(self) -> Generator[Any, Any, None]:
+        try:
+            self.start_time = self.sim.timestamp()
+            self.started_at = self.sim.now
+            self._cond("PodReadyToStartContainers", False)
+            self.push(f"accepted by the kubelet on {self.node}", self.cause)
+            cause = self.cause
+            if self.k.net.cni.type == "cilium":
+                # cilium plugins/cilium-cni cmd/cmd.go cmdAdd: the CNI ADD waits for the endpoint's
+                # first regeneration (SyncBuildEndpoint) with the policies the agent knows now.
+                regen = self.sim.latency("endpoint_regeneration")
+                self.k.net.endpoint_created(*self.key, self.sim.now, self.sim.now + regen)
+                yield self.sim.sleep(regen)
+                known = [ref_of(v.doc) for v in self.k.net.in_effect(pod=self.key)]
+                cause = self.sim.log(
+                    "cilium",
+                    "endpoint-ready",
+                    self.ref,
+                    f"endpoint of {self.ref} regenerated in {regen:g} s with "
+                    f"{len(known)} polic{'y' if len(known) == 1 else 'ies'} in effect"
+                    + (f": {', '.join(known)}" if known else ""),
+                    cause=cause,
+                    policies=known,
+                ).id
+            self.ip = self.k.allocate_ip(self.node)
+            self._cond("PodReadyToStartContainers", True)
+            self.push(f"sandbox ready, pod IP {self.ip}", cause)
+            pod = self.store.get("Pod", *self.key)
+            if pod is None:
+                return
+            self.model = model_pod(pod, behaviour_context(self.sim, pod))
+            for container, note in self.model.notes:
+                self.log("behaviour", f"{container}: {note}", cause, container=container)
+            deadline = self.spec.get("activeDeadlineSeconds")
+            if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline > 0:
+                self.sim.process(self._deadline(float(deadline)))
+            for i, c in enumerate(self.inits):
+                ok = yield from self._init_container(c, self.init_status[i], cause)
+                if not ok or self.stopped:
+                    return
+            self.push("initialized" if self.inits else None)
+            for i, c in enumerate(self.apps):
+                self.procs[str(c.get("name"))] = self.sim.process(
+                    self._app_container(c, self.app_status[i], cause)
+                )
+        except simpy.Interrupt:
+            return
+
+    def _init_container(
+        self, c: Mapping[str, Any], st: dict[str, Any], cause: int | None
+    ) -> Generator[Any, Any, bool]:
+        """Run one init container to success; False when the pod failed instead."""
+        name = str(c.get("name"))
+        while True:
+            code = yield from self._run_once(c, st, cause)
+            if code == 0 or self.stopped:
+                return code == 0
+            # kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go computeInitContainerActions:
+            # a failed init container fails the pod under Never, else it is restarted.
+            if self.policy == "Never":
+                self.push(f"init container {name} failed", self.last_event)
+                return False
+            yield from self._backoff(c, st)
+
+    def _app_container(
+        self, c: Mapping[str, Any], st: dict[str, Any], cause: int | None
+    ) -> Generator[Any, Any, None]:
+        try:
+            while True:
+                code = yield from self._run_once(c, st, cause)
+                # kubernetes pkg/kubelet/container/helpers.go ShouldContainerBeRestarted.
+                if (
+                    self.stopped
+                    or self.policy == "Never"
+                    or (self.policy == "OnFailure" and code == 0)
+                ):
+                    return
+                yield from self._backoff(c, st)
+        except simpy.Interrupt:
+            return
+
+    def _run_once(
+        self, c: Mapping[str, Any], st: dict[str, Any], cause: int | None
+    ) -> Generator[Any, Any, int]:
+        """Pull, create, start, behave, exit: one run of a container. Returns its exit code."""
+        name = str(c.get("name"))
+        assert self.model is not None
+        model = self.model.container(name)
+        yield from self._pull(c, st, cause)
+        yield self.sim.sleep(self.sim.latency("container_start"))
+        run = self.runs[name]
+        self.runs[name] = run + 1
+        if run > 0:
+            st["restartCount"] = run
+            if st["state"].get("terminated"):
+                st["lastState"] = {"terminated": st["state"]["terminated"]}
+        cid = "containerd://" + hashlib.sha256(f"{self.uid}/{name}/{run}".encode()).hexdigest()
+        started = self.sim.timestamp()
+        # kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go startContainer.
+        self.event("Normal", "Created", f"Created container {name}", cause)
+        ev = self.event("Normal", "Started", f"Started container {name}", cause)
+        st["containerID"] = cid
+        st["state"] = {"running": {"startedAt": started}}
+        st["started"] = not c.get("startupProbe")
+        st["ready"] = False
+        if not model.init:
+            self._schedule_readiness(c, st, run)
+        self.push(f"container {name} started", ev)
+        code = yield from self._behave(model, run, ev)
+        finished = self.sim.timestamp()
+        st["ready"] = False
+        st["started"] = False
+        st["state"] = {
+            "terminated": {
+                "exitCode": code,
+                "reason": "Completed" if code == 0 else "Error",
+                "startedAt": started,
+                "finishedAt": finished,
+                "containerID": cid,
+            }
+        }
+        done = self.log(
+            "container-exited",
+            f"container {name} exited with code {code}",
+            ev,
+            container=name,
+            exitCode=code,
+        )
+        self.push(f"container {name} exited with code {code}", done)
+        return code
+
+    def _pull(
+        self, c: Mapping[str, Any], st: dict[str, Any], cause: int | None
+    ) -> Generator[Any, Any, None]:
+        """Image pull as kubernetes pkg/kubelet/images/image_manager.go EnsureImageExists does it."""
+        image = str(c.get("image") or "")
+        name = str(c.get("name"))
+        policy = c.get("imagePullPolicy") or default_pull_policy(image)
+        cache = self.k.images[self.node]
+        if policy == "Never" or (policy == "IfNotPresent" and image in cache):
+            self.event(
+                "Normal", "Pulled", f'Container image "{image}" already present on machine', cause
+            )
+            return
+        faults = getattr(self.sim, "faults", None)
+        attempt = 0
+        backoff = 0.0
+        while True:
+            self.event("Normal", "Pulling", f'Pulling image "{image}"', cause)
+            took = self.sim.latency("image_pull")
+            yield self.sim.sleep(took)
+            err = (
+                faults.image_pull_error(self.store.get("Pod", *self.key) or {}, name, attempt)
+                if faults
+                else None
+            )
+            attempt += 1
+            if not err:
+                cache.add(image)
+                # 1.30+ appends "Image size: N bytes."; the simulator knows no sizes and omits it.
+                self.event(
+                    "Normal",
+                    "Pulled",
+                    f'Successfully pulled image "{image}" in {go_duration(took)} '
+                    f"({go_duration(took)} including waiting)",
+                    cause,
+                )
+                return
+            self.event("Warning", "Failed", f'Failed to pull image "{image}": {err}', cause)
+            self.event("Warning", "Failed", "Error: ErrImagePull", cause)
+            st["state"] = {"waiting": {"reason": "ErrImagePull", "message": err}}
+            self.push(f"container {name}: ErrImagePull")
+            # kubernetes pkg/kubelet/kubelet.go: imageBackOff uses the same 10 s → 300 s back-off.
+            initial, cap = self._backoff_limits()
+            backoff = initial if backoff == 0 else min(backoff * 2, cap)
+            st["state"] = {
+                "waiting": {
+                    "reason": "ImagePullBackOff",
+                    "message": f'Back-off pulling image "{image}"',
+                }
+            }
+            self.event("Normal", "BackOff", f'Back-off pulling image "{image}"', cause)
+            self.event("Warning", "Failed", "Error: ImagePullBackOff", cause)
+            self.push(f"container {name}: ImagePullBackOff")
+            yield self.sim.sleep(backoff)
+
+    def _backoff_limits(self) -> tuple[float, float]:
+        p = self.sim.profile
+        return (
+            float(getattr(p, "kubelet_backoff_initial_seconds", 10.0)),
+            float(getattr(p, "kubelet_backoff_cap_seconds", 300.0)),
+        )
+
+    def _backoff(self, c: Mapping[str, Any], st: dict[str, Any]) -> Generator[Any, Any, None]:
+        """Wait out the crash-loop back-off before a restart.
+
+        kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go doBackOff with
+        k8s.io/client-go util/flowcontrol/backoff.go: the first restart is immediate (no entry
+        yet); after that the container waits until finishedAt + the current back-off (10 s,
+        doubling to the cap), and an entry older than 2 × cap (10 min of clean running) resets.
+        The docs' "10 s before the first restart" (reference §1.3) disagrees; the code wins.
+        """
+        name = str(c.get("name"))
+        term = st["state"].get("terminated") or {}
+        finished = self.sim.now
+        initial, cap = self._backoff_limits()
+        entry = self.backoff.get(name)
+        expired = entry is None or finished - entry[1] > 2 * cap
+        if not expired and entry is not None and entry[0] > 0:
+            wait = entry[0]
+            st["state"] = {
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off {go_duration(wait)} restarting failed container={name} pod={self.formatted()}",
+                }
+            }
+            st["lastState"] = {"terminated": term} if term else st.get("lastState") or {}
+            ev = self.event(
+                "Warning",
+                "BackOff",
+                f"Back-off restarting failed container {name} in pod {self.formatted()}",
+                self.last_event,
+            )
+            self.push(f"container {name} in CrashLoopBackOff for {go_duration(wait)}", ev)
+            yield self.sim.sleep(wait)
+        self.backoff[name] = (
+            initial if expired else min((entry[0] if entry else initial) * 2, cap),
+            self.sim.now,
+        )
+
+    def _schedule_readiness(self, c: Mapping[str, Any], st: dict[str, Any], run: int) -> None:
+        """Readiness after the probes' first success (docs/behaviour.md "Readiness")."""
+        start = self.sim.now
+        startup = c.get("startupProbe")
+        readiness = c.get("readinessProbe")
+        started_at = start
+        if startup:
+            started_at = (
+                start
+                + float(startup.get("initialDelaySeconds") or 0)
+                + float(startup.get("periodSeconds") or PROBE_PERIOD)
+            )
+        ready_at = started_at
+        if readiness:
+            period = float(readiness.get("periodSeconds") or PROBE_PERIOD)
+            first = (
+                start
+                + float(readiness.get("initialDelaySeconds") or 0)
+                + period * int(readiness.get("successThreshold") or 1)
+            )
+            ready_at = max(first, started_at + period) if startup else first
+        if startup:
+            self.sim.after(started_at - start, self._mark, st, run, "started")
+        self.sim.after(ready_at - start, self._mark, st, run, "ready")
+
+    def _mark(self, st: dict[str, Any], run: int, field: str) -> None:
+        if self.stopped or self.runs[st["name"]] != run + 1 or "running" not in st["state"]:
+            return
+        st[field] = True
+        if field == "ready":
+            st["started"] = True
+        self.push(
+            f"container {st['name']} {'ready' if field == 'ready' else 'started (startup probe)'}"
+        )
+
+    # --- behaviour -------------------------------------------------------------------------------
+    def _behave(self, model: ContainerModel, run: int, cause: int) -> Generator[Any, Any, int]:
+        name = model.name
+        last: int | None = cause
+        if model.wait is not None:
+            code = yield from self._wait_loop(model, cause)
+            if code != 0:
+                return code
+        for need in model.needs:
+            res = yield from self.k.net.connect(
+                self.key, need, model.connect_timeout, cause=last, container=name
+            )
+            if not res.ok:
+                self.log(
+                    "container-log",
+                    f"{name}: Error: {res.error}",
+                    res.event,
+                    container=name,
+                    line=f"Error: {res.error}",
+                )
+                return 1
+            last = res.event
+        if model.applies:
+            sa = self.spec.get("serviceAccountName") or self.spec.get("serviceAccount") or "default"
+            actor = f"system:serviceaccount:{self.key[0]}:{sa}"
+            for obj in model.applies:
+                try:
+                    live, created = self.store.apply(obj, actor=actor, cause=last)
+                except ApiError as err:
+                    self.log(
+                        "container-log",
+                        f"{name}: Error from server ({err.reason}): {err.message}",
+                        last,
+                        container=name,
+                        line=err.message,
+                    )
+                    return 1
+                kind = str(obj.get("kind", "")).lower()
+                # kubectl apply prints "<kind>/<name> created|configured" per object.
+                line = f"{kind}/{live['metadata']['name']} {'created' if created else 'configured'}"
+                self.log("container-log", f"{name}: {line}", last, container=name, line=line)
+        if model.run_seconds is None:
+            yield self.sim.env.event()  # runs until stopped
+        elif model.run_seconds > 0:
+            yield self.sim.sleep(model.run_seconds)
+        faults = getattr(self.sim, "faults", None)
+        forced = (
+            faults.exit_code(self.store.get("Pod", *self.key) or {}, name, run) if faults else None
+        )
+        return int(forced) if forced is not None else model.exit_code
+
+    def _wait_loop(self, model: ContainerModel, cause: int) -> Generator[Any, Any, int]:
+        """Poll the wait loop's target until it answers or the ``timeout`` bound expires (124)."""
+        assert model.wait is not None
+        wait = model.wait
+        start = self.sim.now
+        end = start + wait.bound if wait.bound is not None else None
+        last: int | None = cause
+        logged = False
+        while True:
+            limit = (
+                wait.probe_timeout if end is None else min(wait.probe_timeout, end - self.sim.now)
+            )
+            res = yield from self.k.net.connect(
+                self.key, wait.target, limit, cause=last, container=model.name
+            )
+            if res.ok:
+                self.log(
+                    "container-log",
+                    f"{model.name}: {wait.target} reachable after {self.sim.now - start:g} s",
+                    res.event,
+                    container=model.name,
+                )
+                return 0
+            last = res.event
+            if not logged:
+                self.log(
+                    "container-log",
+                    f"{model.name}: waiting for {wait.target}: {res.error}",
+                    res.event,
+                    container=model.name,
+                    line=res.error,
+                )
+                logged = True
+            if end is not None and self.sim.now + wait.interval >= end:
+                if end > self.sim.now:
+                    yield self.sim.sleep(end - self.sim.now)
+                self.log(
+                    "container-log",
+                    f"{model.name}: gave up waiting for {wait.target} after {wait.bound:g} s",
+                    last,
+                    container=model.name,
+                )
+                return 124
+            yield self.sim.sleep(wait.interval)
+
+    # --- stopping --------------------------------------------------------------------------------
+    def _deadline(self, seconds: float) -> Generator[Any, Any, None]:
+        yield self.sim.sleep(max(0.0, self.started_at + seconds - self.sim.now))
+        if self.stopped or self.phase in ("Succeeded", "Failed"):
+            return
+        # kubernetes pkg/kubelet/active_deadline.go: the pod is killed and marked Failed.
+        ev = self.event("Warning", DEADLINE_REASON, DEADLINE_MESSAGE)
+        self._kill(EXIT_SIGKILL, ev)
+        self.phase = "Failed"
+        self.reason, self.message = DEADLINE_REASON, DEADLINE_MESSAGE
+        self.push(f"activeDeadlineSeconds {seconds:g} exceeded", ev)
+
+    def _kill(self, code: int, cause: int | None) -> None:
+        self.stopped = True
+        for proc in [self.main, *self.procs.values()]:
+            # SimPy refuses a process interrupting itself; that one sees ``stopped`` and ends.
+            if proc is not None and proc.is_alive and proc is not self.sim.env.active_process:
+                proc.interrupt("stop")
+        now = self.sim.timestamp()
+        for st in (*self.init_status, *self.app_status):
+            running = st["state"].get("running")
+            if running is not None:
+                self.event("Normal", "Killing", f"Stopping container {st['name']}", cause)
+                st["state"] = {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Error",
+                        "startedAt": running["startedAt"],
+                        "finishedAt": now,
+                        "containerID": st.get("containerID", ""),
+                    }
+                }
+                st["ready"] = False
+                st["started"] = False
+
+    def stop(self, cause: int | None, why: str) -> None:
+        """The pod is being deleted: stop its containers (SIGTERM) and report the final status."""
+        if self.stopped:
+            return
+        self._kill(EXIT_SIGTERM, cause)
+        if why == "deleted" and self.store.get("Pod", *self.key) is not None:
+            self.push("containers stopped (pod deleted)", cause)

@@ -1,0 +1,684 @@
+"""The network over simulated time: which policies are in effect, and timed connection attempts.
+
+A NetworkPolicy / CiliumNetworkPolicy / CiliumClusterwideNetworkPolicy created at ``t0`` takes
+effect at ``t0 + policy propagation`` (the profile's ``cni.policyPropagationSeconds``, sampled
+once per policy version); a deleted policy is out of effect at once. Under Cilium a new pod's
+endpoint is built by the CNI ADD with the policies the agent knows when the build starts, so a
+policy created before that is enforced on the pod from the end of the endpoint's first
+regeneration even if its propagation to existing endpoints takes longer
+(cilium plugins/cilium-cni cmd/cmd.go cmdAdd: SyncBuildEndpoint; runtime reference §5.5).
+
+:func:`connect` is a SimPy process body (``result = yield from connect(...)``) that dials a
+:class:`helmsim.cluster.behaviour.Need` the way a Linux client does and asks the pure evaluator
+(:mod:`helmsim.cluster.network`) for a verdict at each packet it sends.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import weakref
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from helmsim.cluster.behaviour import Need
+from helmsim.cluster.network import (
+    ClusterView,
+    CniConfig,
+    ContainerPort,
+    Dns,
+    FqdnTarget,
+    IpTarget,
+    KubeApiServer,
+    Node,
+    Pod,
+    PolicySet,
+    Service,
+    ServicePort,
+    ServiceTarget,
+    Target,
+    Verdict,
+    client_error_text,
+    evaluate,
+)
+from helmsim.cluster.store import key_of, ref_of
+
+POLICY_KINDS = ("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
+
+# Linux TCP: the first SYN retransmission fires after TCP_TIMEOUT_INIT = 1 s (include/net/tcp.h)
+# and each further one after twice the previous RTO (net/ipv4/tcp_timer.c
+# tcp_retransmit_timer); net.ipv4.tcp_syn_retries = 6 (Documentation/networking/ip-sysctl.rst)
+# gives SYNs at 0, 1, 3, 7, 15, 31, 63 s and ETIMEDOUT at 127 s.
+SYN_OFFSETS: tuple[float, ...] = (0.0, 1.0, 3.0, 7.0, 15.0, 31.0, 63.0)
+SYN_GIVE_UP = 127.0
+# glibc resolv/resolv.h RES_TIMEOUT = 5 s, RES_DFLRETRY = 2; golang/go src/net/dnsconfig.go
+# defaults timeout 5 s, attempts 2: a dropped query is sent twice, 5 s apart, then fails.
+DNS_TIMEOUT = 5.0
+DNS_ATTEMPTS = 2
+# Linux net.ipv4.ip_local_port_range starts at 32768: the client's source ports (deterministic).
+EPHEMERAL_PORT_BASE = 32768
+
+
+@dataclass
+class _Version:
+    """One version (generation) of a policy object and when it is in effect."""
+
+    key: tuple[str, str, str]
+    doc: dict[str, Any]
+    index: int
+    created: float
+    effective: float
+    created_event: int | None
+    removed: float | None = None
+    effect_event: int | None = None
+
+
+@dataclass(frozen=True)
+class ConnectResult:
+    """How a connection attempt ended: ``ok``, when, the client's error text, the last event id."""
+
+    ok: bool
+    time: float
+    error: str = ""
+    event: int | None = None
+    verdict: Verdict | None = None
+
+
+class NetworkState:
+    """Policies in effect over time and the cluster as the evaluator sees it, for one simulation."""
+
+    def __init__(self, sim: Any) -> None:
+        self.sim = sim
+        self.cni = _cni_config(sim.profile)
+        self._versions: dict[tuple[str, str, str], list[_Version]] = {}
+        self._endpoints: dict[tuple[str, str], tuple[float, float]] = {}
+        self._sets: dict[tuple[Any, ...], PolicySet] = {}
+        self._view: ClusterView | None = None
+        self._ports = 0
+        self.actor = "cilium" if self.cni.type == "cilium" else "network-policy"
+        for doc in [o for kind in POLICY_KINDS for o in sim.store.list(kind)]:
+            self._adopt(doc)
+        sim.store.watch(POLICY_KINDS, self._on_policy)
+        sim.store.watch(("Pod", "Service", "Namespace"), self._on_cluster)
+
+    # --- policies -----------------------------------------------------------------------------
+    def _propagation(self) -> float:
+        lat = getattr(getattr(self.sim.profile, "cni", None), "policy_propagation_seconds", None)
+        if lat is None:
+            return self.sim.latency("policy_propagation")
+        value = lat.sample(self.sim.rng) if self.sim.sample_latencies else lat.nominal()
+        return max(0.0, float(value))
+
+    def _created_event(self, doc: Mapping[str, Any]) -> tuple[float, int | None]:
+        found = self.sim.trace.find(what="created", obj=ref_of(doc))
+        return (found[-1].time, found[-1].id) if found else (self.sim.now, None)
+
+    def _adopt(self, doc: Mapping[str, Any]) -> None:
+        """A policy that existed before this state was built: in effect from creation + delay."""
+        t0, ev = self._created_event(doc)
+        self._add_version(doc, t0, ev)
+
+    def _add_version(self, doc: Mapping[str, Any], t0: float, cause: int | None) -> None:
+        key = key_of(doc)
+        versions = self._versions.setdefault(key, [])
+        v = _Version(key, dict(doc), len(versions), t0, t0 + self._propagation(), cause)
+        versions.append(v)
+        self._sets.clear()
+        self.sim.after(max(0.0, v.effective - self.sim.now), self._take_effect, v)
+
+    def _take_effect(self, v: _Version) -> None:
+        if v.removed is not None and v.removed <= self.sim.now:
+            return
+        for old in self._versions.get(v.key, ()):
+            if old is not v and old.index < v.index and old.removed is None:
+                old.removed = self.sim.now
+        self._sets.clear()
+        ref = ref_of(v.doc)
+        ev = self.sim.log(
+            self.actor,
+            "policy-in-effect",
+            ref,
+            f"{ref} in effect (created at {v.created:.3f} s, propagation {v.effective - v.created:.3f} s)",
+            cause=v.created_event,
+            created=round(v.created, 3),
+        )
+        v.effect_event = ev.id
+
+    def _on_policy(self, event: str, doc: dict[str, Any]) -> None:
+        key = key_of(doc)
+        versions = self._versions.get(key)
+        if event == "ADDED" or not versions:
+            _, ev = self._created_event(doc)
+            self._add_version(doc, self.sim.now, ev)
+            return
+        latest = versions[-1]
+        if event == "DELETED" or doc["metadata"].get("deletionTimestamp"):
+            for v in versions:
+                if v.removed is None:
+                    v.removed = self.sim.now
+                    self._sets.clear()
+                    if v is latest:
+                        self.sim.log(
+                            self.actor,
+                            "policy-out-of-effect",
+                            ref_of(doc),
+                            f"{ref_of(doc)} no longer in effect (deleted)",
+                            cause=v.effect_event,
+                        )
+            return
+        if doc["metadata"].get("generation") != latest.doc["metadata"].get("generation"):
+            found = self.sim.trace.find(what="configured", obj=ref_of(doc))
+            self._add_version(doc, self.sim.now, found[-1].id if found else None)
+
+    def endpoint_created(self, namespace: str, name: str, start: float, end: float) -> None:
+        """Record a pod's Cilium endpoint build (CNI ADD): regeneration from ``start`` to ``end``."""
+        self._endpoints[(namespace, name)] = (start, end)
+
+    def _effective_for(self, v: _Version, pod: tuple[str, str] | None) -> float:
+        ep = self._endpoints.get(pod) if pod is not None and self.cni.type == "cilium" else None
+        if ep is not None and v.created <= ep[0]:
+            return min(v.effective, ep[1])
+        return v.effective
+
+    def in_effect(
+        self, t: float | None = None, pod: tuple[str, str] | None = None
+    ) -> list[_Version]:
+        """The policy versions in effect at ``t`` (default now), as enforced on ``pod`` if given."""
+        now = self.sim.now if t is None else t
+        out = []
+        for versions in self._versions.values():
+            live = [
+                v
+                for v in versions
+                if self._effective_for(v, pod) <= now and (v.removed is None or now < v.removed)
+            ]
+            if live:
+                out.append(live[-1])
+        return sorted(out, key=lambda v: v.key)
+
+    def policies(self, t: float | None = None, pod: tuple[str, str] | None = None) -> PolicySet:
+        """The in-effect policies compiled (cached per distinct set)."""
+        versions = self.in_effect(t, pod)
+        sig = tuple((v.key, v.index) for v in versions)
+        got = self._sets.get(sig)
+        if got is None:
+            got = self._sets[sig] = PolicySet.from_manifests([v.doc for v in versions])
+        return got
+
+    # --- the cluster view ------------------------------------------------------------------------
+    def _on_cluster(self, event: str, obj: dict[str, Any]) -> None:
+        self._view = None
+
+    def view(self, source: Pod | None = None) -> ClusterView:
+        """The cluster as the evaluator sees it: ready pods (plus ``source``), Services, nodes."""
+        if self._view is None:
+            self._view = build_view(self.sim)
+        base = self._view
+        if source is None or any(p.key == source.key for p in base.pods):
+            return base
+        return replace(base, pods=(*base.pods, source))
+
+    def net_pod(self, pod: Mapping[str, Any]) -> Pod:
+        return net_pod(pod)
+
+    def verdict(self, pod: Mapping[str, Any], target: Target) -> Verdict:
+        """The evaluator's verdict for ``pod`` reaching ``target`` under what is in effect now."""
+        src = net_pod(pod)
+        return evaluate(
+            src, target, self.policies(pod=(src.namespace, src.name)), self.view(src), self.cni
+        )
+
+    def source_port(self) -> int:
+        self._ports += 1
+        return EPHEMERAL_PORT_BASE + self._ports
+
+    # --- connections ---------------------------------------------------------------------------
+    def connect(
+        self,
+        pod_key: tuple[str, str],
+        need: Need,
+        timeout: float,
+        *,
+        cause: int | None = None,
+        container: str = "",
+    ) -> Generator[Any, Any, ConnectResult]:
+        """Dial ``need`` from the pod as a Linux client would; ``yield from`` it inside a process.
+
+        DNS first for names (two queries 5 s apart), then TCP SYNs at 0, 1, 3, 7, 15, 31, 63 s
+        until ``timeout`` (i/o timeout) or 127 s (connection timed out). The first packet sent
+        while the verdict is "allowed" gets through, so a policy that takes effect inside the
+        window lets a retransmitted SYN connect.
+        """
+        start = self.sim.now
+        deadline = start + timeout
+        ref = f"Pod/{pod_key[0]}/{pod_key[1]}"
+        last = cause
+        name = _lookup_name(need, pod_key[0], self._domain())
+        if name is not None:
+            res = yield from self._lookup(pod_key, need, name, deadline, last, container)
+            if not res.ok or need.kind == "dns":
+                return res
+            last = res.event
+        target = _target(need)
+        syn_start = self.sim.now
+        was_denied = False
+        v: Verdict | None = None
+        for n, offset in enumerate(SYN_OFFSETS):
+            at = syn_start + offset
+            if at > deadline:
+                break
+            if at > self.sim.now:
+                yield self.sim.sleep(at - self.sim.now)
+            pod = self.sim.store.get("Pod", *pod_key)
+            if pod is None:
+                return ConnectResult(False, self.sim.now, "pod deleted", last)
+            v = self.verdict(pod, target)
+            if v.allowed:
+                why = self._effect_cause(v) if was_denied else None
+                ev = self.sim.log(
+                    self.actor,
+                    "connected",
+                    ref,
+                    f"{container or ref} connected to {need} ({v.dial}) on attempt {n + 1}: {v.reason}",
+                    cause=why if why is not None else last,
+                    target=str(need),
+                    attempt=n + 1,
+                    dial=v.dial,
+                    container=container,
+                    decided_by=list(v.decided_by),
+                )
+                return ConnectResult(True, self.sim.now, "", ev.id, v)
+            if v.cause in ("no-endpoints", "not-found"):
+                err = _refused_text(v, need, self._dns_ip(), self._domain())
+                ev = self.sim.log(
+                    self.actor,
+                    "connect-refused",
+                    ref,
+                    f"{container or ref}: {err} ({v.reason})",
+                    cause=last,
+                    target=str(need),
+                    dial=v.dial,
+                    container=container,
+                )
+                return ConnectResult(False, self.sim.now, err, ev.id, v)
+            was_denied = True
+            ev = self.sim.log(
+                self.actor,
+                "connect-denied",
+                ref,
+                f"{container or ref}: SYN {n + 1} to {need} ({v.dial}) dropped: {v.reason}",
+                cause=last,
+                target=str(need),
+                attempt=n + 1,
+                dial=v.dial,
+                container=container,
+                decided_by=list(v.decided_by),
+                reason=v.reason,
+            )
+            last = ev.id
+        give_up = min(deadline, syn_start + SYN_GIVE_UP)
+        if give_up > self.sim.now:
+            yield self.sim.sleep(give_up - self.sim.now)
+        if v is None:  # the deadline passed during the lookup
+            v = self.verdict(self.sim.store.get("Pod", *pod_key) or {}, target)
+        if give_up < deadline or (give_up == deadline and timeout >= SYN_GIVE_UP):
+            err = f"dial tcp {v.dial}: connect: connection timed out"
+        else:
+            err = client_error_text(v)
+        ev = self.sim.log(
+            self.actor,
+            "connect-timeout",
+            ref,
+            f"{container or ref}: {err}",
+            cause=last,
+            target=str(need),
+            dial=v.dial,
+            container=container,
+            error=err,
+        )
+        return ConnectResult(False, self.sim.now, err, ev.id, v)
+
+    def _lookup(
+        self,
+        pod_key: tuple[str, str],
+        need: Need,
+        name: str,
+        deadline: float,
+        cause: int | None,
+        container: str,
+    ) -> Generator[Any, Any, ConnectResult]:
+        ref = f"Pod/{pod_key[0]}/{pod_key[1]}"
+        start = self.sim.now
+        last = cause
+        was_denied = False
+        v: Verdict | None = None
+        for n in range(DNS_ATTEMPTS):
+            at = start + n * DNS_TIMEOUT
+            if at > deadline:
+                break
+            if at > self.sim.now:
+                yield self.sim.sleep(at - self.sim.now)
+            pod = self.sim.store.get("Pod", *pod_key)
+            if pod is None:
+                return ConnectResult(False, self.sim.now, "pod deleted", last)
+            v = self.verdict(pod, Dns("UDP", name))
+            if v.allowed:
+                why = self._effect_cause(v) if was_denied else None
+                ev = self.sim.log(
+                    self.actor,
+                    "connected",
+                    ref,
+                    f"{container or ref} resolved {name} via {v.dial} on attempt {n + 1}: {v.reason}",
+                    cause=why if why is not None else last,
+                    target="dns",
+                    lookup=name,
+                    attempt=n + 1,
+                    dial=v.dial,
+                    container=container,
+                    decided_by=list(v.decided_by),
+                )
+                return ConnectResult(True, self.sim.now, "", ev.id, v)
+            if v.cause in ("dns-refused", "not-found"):
+                err = _prefixed(client_error_text(replace(v, lookup=name)), need)
+                ev = self.sim.log(
+                    self.actor,
+                    "connect-refused",
+                    ref,
+                    f"{container or ref}: {err} ({v.reason})",
+                    cause=last,
+                    target="dns",
+                    lookup=name,
+                    container=container,
+                )
+                return ConnectResult(False, self.sim.now, err, ev.id, v)
+            was_denied = True
+            ev = self.sim.log(
+                self.actor,
+                "connect-denied",
+                ref,
+                f"{container or ref}: DNS query {n + 1} for {name} to {v.dial} dropped: {v.reason}",
+                cause=last,
+                target="dns",
+                lookup=name,
+                attempt=n + 1,
+                dial=v.dial,
+                container=container,
+                decided_by=list(v.decided_by),
+                reason=v.reason,
+            )
+            last = ev.id
+        give_up = min(deadline, start + DNS_ATTEMPTS * DNS_TIMEOUT)
+        if give_up > self.sim.now:
+            yield self.sim.sleep(give_up - self.sim.now)
+        assert v is not None
+        pod = self.sim.store.get("Pod", *pod_key) or {}
+        ip = str((pod.get("status") or {}).get("podIP") or "0.0.0.0")
+        err = _prefixed(
+            client_error_text(
+                replace(v, lookup=name), source_ip=ip, source_port=self.source_port()
+            ),
+            need,
+        )
+        ev = self.sim.log(
+            self.actor,
+            "connect-timeout",
+            ref,
+            f"{container or ref}: {err}",
+            cause=last,
+            target="dns",
+            lookup=name,
+            container=container,
+            error=err,
+        )
+        return ConnectResult(False, self.sim.now, err, ev.id, v)
+
+    def _effect_cause(self, v: Verdict) -> int | None:
+        """The policy-in-effect event of the (first) policy that allowed ``v``, if it has one."""
+        for pid in v.decided_by:
+            for versions in self._versions.values():
+                latest = versions[-1]
+                if _policy_id(latest.doc) == pid:
+                    for ver in reversed(versions):
+                        if ver.effect_event is not None:
+                            return ver.effect_event
+                    return latest.created_event
+        return None
+
+    def _dns_ip(self) -> str:
+        addressing = getattr(self.sim.profile, "addressing", None)
+        return str(getattr(addressing, "kube_dns_cluster_ip", "10.96.0.10"))
+
+    def _domain(self) -> str:
+        addressing = getattr(self.sim.profile, "addressing", None)
+        return str(getattr(addressing, "cluster_domain", "cluster.local"))
+
+
+_STATES: weakref.WeakKeyDictionary[Any, NetworkState] = weakref.WeakKeyDictionary()
+
+
+def network_state(sim: Any) -> NetworkState:
+    """The simulation's network state (created on first use, then shared)."""
+    state = _STATES.get(sim)
+    if state is None:
+        state = _STATES[sim] = NetworkState(sim)
+    return state
+
+
+def connect(
+    sim: Any,
+    pod: Mapping[str, Any],
+    target: Need,
+    timeout: float,
+    *,
+    cause: int | None = None,
+    container: str = "",
+) -> Generator[Any, Any, ConnectResult]:
+    """``result = yield from connect(sim, pod, need, 30)`` inside a SimPy process."""
+    meta = pod.get("metadata") or {}
+    key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return network_state(sim).connect(key, target, timeout, cause=cause, container=container)
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def _policy_id(doc: Mapping[str, Any]) -> str:
+    kind, ns, name = key_of(doc)
+    return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+
+
+def _cni_config(profile: Any) -> CniConfig:
+    cni = getattr(profile, "cni", None)
+    if cni is None:
+        return CniConfig()
+    return CniConfig(
+        type=cni.type,
+        policy_enforcement_mode=cni.policy_enforcement_mode,
+        policy_cidr_match_mode=getattr(cni, "policy_cidr_match_mode", "") or "",
+    )
+
+
+def _lookup_name(need: Need, namespace: str, domain: str) -> str | None:
+    if need.kind == "fqdn":
+        return need.host
+    if need.kind == "service":
+        ns, name = need.host.split("/", 1)
+        return f"{name}.{ns}.svc.{domain}"
+    if need.kind == "dns":
+        return need.host or f"kubernetes.default.svc.{domain}"
+    return None
+
+
+def _target(need: Need) -> Target:
+    if need.kind == "kube-apiserver":
+        return KubeApiServer()
+    if need.kind == "fqdn":
+        return FqdnTarget(need.host, need.port, need.protocol)
+    if need.kind == "service":
+        ns, name = need.host.split("/", 1)
+        return ServiceTarget(ns, name, need.port)
+    if need.kind == "cidr":
+        net = ipaddress.ip_network(need.host, strict=False)
+        addr = str(net.network_address) if net.num_addresses == 1 else need.host
+        return IpTarget(addr, need.port, need.protocol)
+    return Dns("UDP", need.host or None)
+
+
+def _prefixed(text: str, need: Need) -> str:
+    # golang/go src/net/net.go OpError.Error: a failed resolution inside Dial prints
+    # "dial tcp: lookup …".
+    return f"dial tcp: {text}" if need.kind in ("fqdn", "service") else text
+
+
+def _refused_text(v: Verdict, need: Need, dns_ip: str, domain: str) -> str:
+    if v.cause == "not-found" and need.is_name:
+        # golang/go src/net/dnsclient_unix.go: NXDOMAIN is "no such host".
+        return f"dial tcp: lookup {_lookup_name(need, '', domain)} on {dns_ip}:53: no such host"
+    # kube-proxy and Cilium reject connections to a Service without endpoints (ICMP unreachable).
+    return f"dial tcp {v.dial}: connect: connection refused"
+
+
+def net_pod(pod: Mapping[str, Any]) -> Pod:
+    """A Pod manifest as the evaluator sees it."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    ports = tuple(
+        ContainerPort(
+            str(p.get("name")), int(p["containerPort"]), str(p.get("protocol") or "TCP").upper()
+        )
+        for c in spec.get("containers") or ()
+        for p in c.get("ports") or ()
+        if p.get("name") and isinstance(p.get("containerPort"), int)
+    )
+    return Pod(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name") or ""),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        ip=status.get("podIP") or None,
+        node=spec.get("nodeName"),
+        ports=ports,
+        service_account=str(
+            spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        ),
+        host_network=bool(spec.get("hostNetwork")),
+    )
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conds = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def build_view(sim: Any) -> ClusterView:
+    """The evaluator's ClusterView of the simulated cluster: profile nodes and addresses, CoreDNS,
+    the ``kubernetes`` and ``kube-dns`` Services, Namespaces, ready pods and Services."""
+    profile = sim.profile
+    addressing = getattr(profile, "addressing", None)
+    api_ip = str(getattr(addressing, "apiserver_cluster_ip", "10.96.0.1"))
+    dns_ip = str(getattr(addressing, "kube_dns_cluster_ip", "10.96.0.10"))
+    domain = str(getattr(addressing, "cluster_domain", "cluster.local"))
+    endpoint = str(getattr(addressing, "apiserver_endpoint", "172.18.0.2:6443"))
+    ep_host, _, ep_port = endpoint.rpartition(":")
+    nodes = []
+    for i, n in enumerate(getattr(profile, "nodes", ()) or ()):
+        ip = n.internal_ip or f"172.18.0.{i + 2}"
+        cp = "node-role.kubernetes.io/control-plane" in n.labels or ip == ep_host
+        nodes.append(Node(n.name, ip, cp))
+    if not any(n.ip == ep_host for n in nodes):
+        # A managed control plane (EKS): the API server is not on a node; model its endpoint.
+        nodes = [replace(n, control_plane=False) for n in nodes]
+        nodes.append(Node("kube-apiserver", ep_host.strip("[]"), True))
+    node0 = nodes[0].name if nodes else None
+    pod_cidr = ipaddress.ip_network(str(getattr(addressing, "pod_cidr", "10.244.0.0/16")))
+    dns_ports = (
+        ContainerPort("dns", 53, "UDP"),
+        ContainerPort("dns-tcp", 53, "TCP"),
+        ContainerPort("metrics", 9153, "TCP"),
+    )
+    # kubernetes cmd/kubeadm/app/phases/addons/dns/manifests.go: CoreDNS pods k8s-app=kube-dns.
+    coredns = tuple(
+        Pod(
+            "kube-system",
+            f"coredns-{i}",
+            {"k8s-app": "kube-dns"},
+            str(pod_cidr.network_address + 2 + i),
+            node0,
+            dns_ports,
+            "coredns",
+        )
+        for i in range(2)
+    )
+    services = [
+        Service(
+            "default",
+            "kubernetes",
+            api_ip,
+            (ServicePort(443, int(ep_port or 6443), "TCP", "https"),),
+            None,
+            {"component": "apiserver", "provider": "kubernetes"},
+        ),
+        Service(
+            "kube-system",
+            "kube-dns",
+            dns_ip,
+            (
+                ServicePort(53, 53, "UDP", "dns"),
+                ServicePort(53, 53, "TCP", "dns-tcp"),
+                ServicePort(9153, 9153, "TCP", "metrics"),
+            ),
+            {"k8s-app": "kube-dns"},
+            {"k8s-app": "kube-dns"},
+        ),
+    ]
+    for svc in sim.store.list("Service"):
+        meta, spec = svc.get("metadata") or {}, svc.get("spec") or {}
+        if (meta.get("namespace"), meta.get("name")) in (
+            ("default", "kubernetes"),
+            ("kube-system", "kube-dns"),
+        ):
+            continue
+        ports = tuple(
+            ServicePort(
+                int(p["port"]),
+                p.get("targetPort"),
+                str(p.get("protocol") or "TCP").upper(),
+                str(p.get("name") or ""),
+            )
+            for p in spec.get("ports") or ()
+            if isinstance(p.get("port"), int)
+        )
+        ip = spec.get("clusterIP")
+        services.append(
+            Service(
+                str(meta.get("namespace") or "default"),
+                str(meta.get("name")),
+                None if ip in (None, "", "None") else str(ip),
+                ports,
+                spec.get("selector") or None if "selector" in spec else None,
+                meta.get("labels") or {},
+            )
+        )
+    namespaces: dict[str, Mapping[str, str]] = {
+        "default": {},
+        "kube-system": {},
+        "kube-public": {},
+        "kube-node-lease": {},
+    }
+    for ns in sim.store.list("Namespace"):
+        namespaces[str(ns["metadata"]["name"])] = ns["metadata"].get("labels") or {}
+    pods = []
+    for p in sim.store.list("Pod"):
+        if (p.get("status") or {}).get("podIP") and _ready(p):
+            np_ = net_pod(p)
+            namespaces.setdefault(np_.namespace, {})
+            pods.append(np_)
+    return ClusterView(
+        namespaces=namespaces,
+        pods=coredns + tuple(pods),
+        services=tuple(services),
+        nodes=tuple(nodes),
+        apiserver_service_ip=api_ip,
+        dns_service_ip=dns_ip,
+        cluster_domain=domain,
+    )

@@ -1,0 +1,458 @@
+"""The behaviour model: inferred needs, run time, wait loops, kubectl apply, annotations, overrides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helmsim.cluster.behaviour import (
+    KERNEL_CONNECT_TIMEOUT,
+    BehaviourContext,
+    BehaviourOverride,
+    Need,
+    WaitLoop,
+    model_pod,
+    needs_summary,
+    parse_need,
+    parse_wait_loop,
+)
+from helmsim.errors import InputError
+
+NS = "kagent"
+
+
+def _pod(
+    *,
+    owner: str | None = "Job",
+    ann: dict[str, str] | None = None,
+    sa: str = "migrate",
+    containers: list[dict[str, Any]] | None = None,
+    init: list[dict[str, Any]] | None = None,
+    volumes: list[dict[str, Any]] | None = None,
+    policy: str = "Never",
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": "migrate-abc",
+        "namespace": NS,
+        "labels": {"app": "migrate"},
+        "annotations": ann or {},
+    }
+    if owner:
+        meta["ownerReferences"] = [
+            {"kind": owner, "name": "migrate", "controller": True, "uid": "u"}
+        ]
+    spec: dict[str, Any] = {
+        "serviceAccountName": sa,
+        "restartPolicy": policy,
+        "containers": containers or [{"name": "main", "image": "migrate:1"}],
+    }
+    if init:
+        spec["initContainers"] = init
+    if volumes:
+        spec["volumes"] = volumes
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def _cnp(egress: list[dict[str, Any]], selector: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": {"name": "migrate", "namespace": NS},
+        "spec": {
+            "endpointSelector": selector or {"matchLabels": {"app": "migrate"}},
+            "egress": egress,
+        },
+    }
+
+
+ROLE_BINDING = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "RoleBinding",
+    "metadata": {"name": "migrate", "namespace": NS},
+    "roleRef": {"kind": "Role", "name": "migrate"},
+    "subjects": [{"kind": "ServiceAccount", "name": "migrate"}],
+}
+
+# The seed-1 policy: DNS through kube-dns with a DNS rule, the API server, GitHub and a registry.
+SEED_CNP = _cnp(
+    [
+        {
+            "toEndpoints": [
+                {
+                    "matchLabels": {
+                        "k8s:io.kubernetes.pod.namespace": "kube-system",
+                        "k8s:k8s-app": "kube-dns",
+                    }
+                }
+            ],
+            "toPorts": [
+                {
+                    "ports": [{"port": "53", "protocol": "ANY"}],
+                    "rules": {"dns": [{"matchPattern": "*"}]},
+                }
+            ],
+        },
+        {"toEntities": ["kube-apiserver"]},
+        {
+            "toFQDNs": [{"matchName": "api.github.com"}, {"matchName": "ghcr.io"}],
+            "toPorts": [{"ports": [{"port": "443", "protocol": "TCP"}]}],
+        },
+        {"toEntities": ["world"]},
+    ]
+)
+
+
+def test_seed_job_needs_what_its_policy_grants_plus_rbac() -> None:
+    model = model_pod(_pod(), BehaviourContext(policies=[SEED_CNP], bindings=[ROLE_BINDING]))
+    main = model.container("main")
+    assert needs_summary(main) == "kube-apiserver, dns, api.github.com:443, ghcr.io:443"
+    assert main.run_seconds == 5 and main.exit_code == 0 and main.connect_timeout == 30
+    assert main.notes[0] == (
+        "talks to the API server: ServiceAccount migrate is bound to Role migrate by RoleBinding migrate"
+    )
+    assert (
+        "needs api.github.com:443: CiliumNetworkPolicy kagent/migrate allows toFQDNs api.github.com"
+        in main.notes
+    )
+    assert any(n.startswith("runs 5 s then exits 0 (assumption for Job pods)") for n in main.notes)
+
+
+def test_nothing_granted_needs_nothing() -> None:
+    main = model_pod(_pod(), BehaviourContext()).container("main")
+    assert main.needs == ()
+    assert "needs nothing on the network (no policy grants egress, no RBAC binding)" in main.notes
+
+
+@pytest.mark.parametrize(
+    ("binding", "bound"),
+    [
+        (ROLE_BINDING, True),
+        (
+            {**ROLE_BINDING, "metadata": {"name": "x", "namespace": "other"}},
+            False,
+        ),  # other namespace
+        ({**ROLE_BINDING, "subjects": [{"kind": "ServiceAccount", "name": "default"}]}, False),
+        (
+            {
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "crb"},
+                "roleRef": {"kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "ServiceAccount", "name": "migrate", "namespace": NS}],
+            },
+            True,
+        ),
+        (
+            {
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "crb"},
+                "roleRef": {"kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "ServiceAccount", "name": "migrate"}],
+            },
+            False,
+        ),  # no namespace: no match
+    ],
+)
+def test_rbac_binding_implies_the_apiserver(binding: dict[str, Any], bound: bool) -> None:
+    main = model_pod(_pod(), BehaviourContext(bindings=[binding])).container("main")
+    assert (Need("kube-apiserver") in main.needs) is bound
+
+
+def test_network_policy_peers_become_needs() -> None:
+    np = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "np", "namespace": NS},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "migrate"}},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [{"ipBlock": {"cidr": "172.18.0.2/32"}}], "ports": [{"port": 6443}]},
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+                            },
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                        }
+                    ],
+                    "ports": [{"port": 53, "protocol": "UDP"}],
+                },
+                {
+                    "to": [{"podSelector": {"matchLabels": {"app": "db"}}}],
+                    "ports": [{"port": 5432}],
+                },
+                {"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}], "ports": [{"port": 8443}]},
+                {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]},
+            ],
+        },
+    }
+    db = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "db", "namespace": NS},
+        "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]},
+    }
+    other = {
+        **np,
+        "metadata": {"name": "other", "namespace": NS},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "web"}},
+            "egress": [{"to": [{"ipBlock": {"cidr": "1.2.3.4/32"}}]}],
+        },
+    }
+    main = model_pod(_pod(), BehaviourContext(policies=[np, other], services=[db])).container(
+        "main"
+    )
+    assert needs_summary(main) == "kube-apiserver, dns, svc/kagent/db:5432, 10.20.0.0/16:8443"
+
+
+def test_cilium_cidr_on_the_apiserver_endpoint_and_to_services() -> None:
+    cnp = _cnp(
+        [
+            {"toCIDR": ["172.18.0.2/32"]},
+            {
+                "toServices": [{"k8sService": {"serviceName": "api", "namespace": "x"}}],
+                "toPorts": [{"ports": [{"port": "8080"}]}],
+            },
+        ]
+    )
+    main = model_pod(_pod(), BehaviourContext(policies=[cnp])).container("main")
+    assert needs_summary(main) == "kube-apiserver, dns, svc/x/api:8080"
+
+
+def test_policy_selecting_other_pods_grants_nothing() -> None:
+    cnp = _cnp([{"toEntities": ["kube-apiserver"]}], selector={"matchLabels": {"app": "web"}})
+    ccnp = {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumClusterwideNetworkPolicy",
+        "metadata": {"name": "all"},
+        "spec": {"endpointSelector": {}, "egress": [{"toFQDNs": [{"matchName": "example.com"}]}]},
+    }
+    main = model_pod(_pod(), BehaviourContext(policies=[cnp, ccnp])).container("main")
+    assert needs_summary(main) == "dns, example.com:443"
+
+
+def test_deployment_pods_run_forever_bare_pods_by_restart_policy() -> None:
+    assert (
+        model_pod(_pod(owner="ReplicaSet"), BehaviourContext()).container("main").run_seconds
+        is None
+    )
+    assert (
+        model_pod(_pod(owner=None, policy="Always"), BehaviourContext())
+        .container("main")
+        .run_seconds
+        is None
+    )
+    assert (
+        model_pod(_pod(owner=None, policy="OnFailure"), BehaviourContext())
+        .container("main")
+        .run_seconds
+        == 5
+    )
+
+
+def test_annotations_override_everything_inferred() -> None:
+    ann = {
+        "helmsim.dev/needs": "kube-apiserver, dns,api.github.com:443, svc/db:5432",
+        "helmsim.dev/run-seconds": "1m30s",
+        "helmsim.dev/exit-code": "3",
+        "helmsim.dev/connect-timeout-seconds": "32",
+    }
+    main = model_pod(_pod(ann=ann), BehaviourContext(bindings=[ROLE_BINDING])).container("main")
+    assert needs_summary(main) == "kube-apiserver, dns, api.github.com:443, svc/kagent/db:5432"
+    assert (main.run_seconds, main.exit_code, main.connect_timeout) == (90, 3, 32)
+    assert (
+        main.notes[-1]
+        == "gives up a connection after 32 s (annotation helmsim.dev/connect-timeout-seconds)"
+    )
+
+
+def test_forced_exit_on_a_long_running_pod_runs_the_default_time_first() -> None:
+    main = model_pod(
+        _pod(owner="ReplicaSet", ann={"helmsim.dev/exit-code": "1"}), BehaviourContext()
+    ).container("main")
+    assert (main.run_seconds, main.exit_code) == (5, 1)
+
+
+@pytest.mark.parametrize(
+    ("ann", "error"),
+    [
+        ({"helmsim.dev/needs": "github"}, "is not kube-apiserver, dns, host:port"),
+        ({"helmsim.dev/exit-code": "-1"}, "is not an exit code 0-255"),
+        ({"helmsim.dev/run-seconds": "soon"}, "is not a number of seconds or a duration"),
+    ],
+)
+def test_bad_annotations_are_input_errors(ann: dict[str, str], error: str) -> None:
+    with pytest.raises(InputError, match=error) as err:
+        model_pod(_pod(ann=ann), BehaviourContext())
+    assert "Pod kagent/migrate-abc" in err.value.message
+
+
+def test_scenario_overrides_win_and_match_by_glob() -> None:
+    ctx = BehaviourContext(
+        overrides=[
+            BehaviourOverride(
+                owner="Job/migr*", container="main", needs=("kube-apiserver",), exit_code=2
+            ),
+            BehaviourOverride(owner="Job/other", run_seconds=99),
+        ]
+    )
+    main = model_pod(_pod(ann={"helmsim.dev/exit-code": "1"}), ctx).container("main")
+    assert main.needs == (Need("kube-apiserver"),) and main.exit_code == 2 and main.run_seconds == 5
+    assert main.notes[-1] == "exits 2 (scenario override)"
+
+
+@pytest.mark.parametrize(
+    ("text", "need"),
+    [
+        ("kube-apiserver", Need("kube-apiserver")),
+        ("dns", Need("dns")),
+        ("api.github.com:443", Need("fqdn", "api.github.com", 443)),
+        ("svc/db:5432", Need("service", "kagent/db", 5432)),
+        ("svc/data/db:5432", Need("service", "data/db", 5432)),
+        ("10.0.0.0/8:443", Need("cidr", "10.0.0.0/8", 443)),
+        ("10.1.2.3:80", Need("cidr", "10.1.2.3/32", 80)),
+        ("db.data.svc.cluster.local:5432", Need("service", "data/db", 5432)),
+        ("kubernetes.default.svc:443", Need("kube-apiserver")),
+    ],
+)
+def test_parse_need(text: str, need: Need) -> None:
+    assert parse_need(text, namespace=NS) == need
+
+
+@pytest.mark.parametrize(
+    ("script", "loop"),
+    [
+        (
+            "until kubectl get --raw /version; do sleep 2; done",
+            WaitLoop(Need("kube-apiserver"), 2.0, 30.0, None),
+        ),
+        (
+            "timeout 120 sh -c 'until kubectl get --raw /version >/dev/null 2>&1; do sleep 5; done'",
+            WaitLoop(Need("kube-apiserver"), 5.0, 30.0, 120.0),
+        ),
+        (
+            "until nc -z postgres 5432; do echo waiting; sleep 1; done",
+            WaitLoop(Need("service", "kagent/postgres", 5432), 1.0, KERNEL_CONNECT_TIMEOUT, None),
+        ),
+        (
+            "until nc -z -w 3 db.data.svc.cluster.local 5432; do sleep 2; done",
+            WaitLoop(Need("service", "data/db", 5432), 2.0, 3.0, None),
+        ),
+        (
+            "while ! wget -q -T 5 -O- http://api:8080/healthz; do sleep 3; done",
+            WaitLoop(Need("service", "kagent/api", 8080), 3.0, 5.0, None),
+        ),
+        (
+            "timeout 1m sh -c 'until curl -sf https://api.github.com/zen; do sleep 10; done'",
+            WaitLoop(Need("fqdn", "api.github.com", 443), 10.0, KERNEL_CONNECT_TIMEOUT, 60.0),
+        ),
+    ],
+)
+def test_wait_loops(script: str, loop: WaitLoop) -> None:
+    got, sentence = parse_wait_loop(script, NS)
+    assert got == loop
+    assert sentence.startswith(f"waits for {loop.target}")
+
+
+def test_not_a_wait_loop() -> None:
+    assert parse_wait_loop("echo hello; sleep 3", NS) == (None, "")
+    assert parse_wait_loop("until [ -f /tmp/ready ]; do sleep 1; done", NS) == (None, "")
+
+
+def test_init_container_wait_loop_from_command_and_args() -> None:
+    init = [
+        {
+            "name": "wait-api",
+            "image": "bitnami/kubectl",
+            "command": ["sh", "-c"],
+            "args": ["timeout 90 sh -c 'until kubectl get --raw /version; do sleep 2; done'"],
+        }
+    ]
+    model = model_pod(_pod(init=init), BehaviourContext())
+    wait = model.container("wait-api")
+    assert wait.init and wait.wait == WaitLoop(Need("kube-apiserver"), 2.0, 30.0, 90.0)
+    assert (
+        wait.notes[0]
+        == "waits for kube-apiserver (polls `kubectl get --raw /version`, every 2 s, gives up after 90 s (timeout exits 124))"
+    )
+    assert list(model.containers) == ["wait-api", "main"]
+
+
+HEREDOC = """set -e
+kubectl apply --server-side -f - <<'EOF'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: hf-cache
+spec:
+  accessModes: [ReadWriteOnce]
+EOF
+echo done
+"""
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        HEREDOC,
+        "cat <<EOF | kubectl apply -f -\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: hf-cache\nEOF\n",
+        """echo '{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"hf-cache"}}' | kubectl apply --server-side --force-conflicts -f -""",
+    ],
+)
+def test_kubectl_apply_inline(script: str) -> None:
+    containers = [{"name": "main", "image": "kubectl", "command": ["/bin/sh", "-c", script]}]
+    main = model_pod(_pod(containers=containers), BehaviourContext()).container("main")
+    (obj,) = main.applies
+    assert obj["kind"] == "PersistentVolumeClaim" and obj["metadata"] == {
+        "name": "hf-cache",
+        "namespace": NS,
+    }
+    assert main.needs[0] == Need("kube-apiserver")
+    assert any(
+        n.startswith("applies PersistentVolumeClaim kagent/hf-cache from an inline manifest")
+        for n in main.notes
+    )
+
+
+def test_kubectl_apply_of_a_mounted_config_map_file() -> None:
+    containers = [
+        {
+            "name": "main",
+            "image": "kubectl",
+            "command": ["kubectl", "apply", "-f", "/manifests/claim.yaml"],
+            "volumeMounts": [{"name": "m", "mountPath": "/manifests"}],
+        }
+    ]
+    volumes = [{"name": "m", "configMap": {"name": "hooks"}}]
+    data = {
+        "claim.yaml": "kind: PersistentVolumeClaim\napiVersion: v1\nmetadata: {name: hf-cache, namespace: serving}\n",
+        "other.yaml": "kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n",
+    }
+    ctx = BehaviourContext(config_maps={(NS, "hooks"): data})
+    main = model_pod(_pod(containers=containers, volumes=volumes), ctx).container("main")
+    assert [(o["kind"], o["metadata"]["namespace"]) for o in main.applies] == [
+        ("PersistentVolumeClaim", "serving")
+    ]
+    assert "(ConfigMap hooks key claim.yaml)" in next(
+        n for n in main.notes if n.startswith("applies")
+    )
+    # a directory applies every file
+    containers[0]["command"] = ["kubectl", "apply", "-f", "/manifests"]
+    main = model_pod(_pod(containers=containers, volumes=volumes), ctx).container("main")
+    assert sorted(o["kind"] for o in main.applies) == ["ConfigMap", "PersistentVolumeClaim"]
+
+
+def test_invalid_inline_manifest_is_noted_not_fatal() -> None:
+    containers = [
+        {
+            "name": "main",
+            "image": "k",
+            "command": ["sh", "-c", "echo '{oops: [' | kubectl apply -f -"],
+        }
+    ]
+    main = model_pod(_pod(containers=containers), BehaviourContext()).container("main")
+    assert main.applies == ()
+    assert any("not valid YAML or JSON" in n for n in main.notes)
