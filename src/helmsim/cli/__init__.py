@@ -5,6 +5,7 @@ from __future__ import annotations
 from helmsim.cli import plan as _plan  # noqa: F401
 from helmsim.cli import profiles as _profiles  # noqa: F401
 from helmsim.cli import render as _render  # noqa: F401
+from helmsim.cli import simulate as _simulate  # noqa: F401
 from helmsim.cli import status as _status  # noqa: F401
 from helmsim.cli.app import app
 

@@ -295,7 +295,13 @@ def _dedupe(needs: Iterable[Need]) -> list[Need]:
 
 
 def _with_dns(needs: list[Need], notes: list[str]) -> list[Need]:
-    """Add ``dns`` right after the API server when any need is a name (and none is ``dns``)."""
+    """Add ``dns`` right after the API server when any need is a name (and none is ``dns``).
+
+    A ``dns`` need without a name probes the first name the container resolves.
+    """
+    first = next((n for n in needs if n.kind == "fqdn"), None)
+    if first is not None:
+        needs = [Need("dns", first.host) if n.kind == "dns" and not n.host else n for n in needs]
     if any(n.is_name for n in needs) and not any(n.kind == "dns" for n in needs):
         names = ", ".join(str(n) for n in needs if n.is_name)
         notes.append(f"needs cluster DNS because it reaches names ({names})")

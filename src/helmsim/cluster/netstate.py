@@ -3,10 +3,10 @@
 A NetworkPolicy / CiliumNetworkPolicy / CiliumClusterwideNetworkPolicy created at ``t0`` takes
 effect at ``t0 + policy propagation`` (the profile's ``cni.policyPropagationSeconds``, sampled
 once per policy version); a deleted policy is out of effect at once. Under Cilium a new pod's
-endpoint is built by the CNI ADD with the policies the agent knows when the build starts, so a
-policy created before that is enforced on the pod from the end of the endpoint's first
-regeneration even if its propagation to existing endpoints takes longer
-(cilium plugins/cilium-cni cmd/cmd.go cmdAdd: SyncBuildEndpoint; runtime reference §5.5).
+endpoint is built by the CNI ADD with the policies the agent knows at that moment (cilium
+plugins/cilium-cni cmd/cmd.go cmdAdd: SyncBuildEndpoint; runtime reference §5.5); the agent
+knows a policy once it has propagated, so a policy the API server accepted a moment before the
+pod still reaches that pod only at ``t0 + propagation``. This is the seed-1 race.
 
 :func:`connect` is a SimPy process body (``result = yield from connect(...)``) that dials a
 :class:`helmsim.cluster.behaviour.Need` the way a Linux client does and asks the pure evaluator
@@ -92,6 +92,9 @@ class NetworkState:
         self.cni = _cni_config(sim.profile)
         self._versions: dict[tuple[str, str, str], list[_Version]] = {}
         self._endpoints: dict[tuple[str, str], tuple[float, float]] = {}
+        # Cilium security identities by label set: when each becomes usable (allocated).
+        self._identities: dict[tuple[tuple[str, str], ...], float] = {}
+        self._identity_ready: dict[tuple[str, str], float] = {}
         self._sets: dict[tuple[Any, ...], PolicySet] = {}
         self._view: ClusterView | None = None
         self._ports = 0
@@ -114,8 +117,17 @@ class NetworkState:
         return (found[-1].time, found[-1].id) if found else (self.sim.now, None)
 
     def _adopt(self, doc: Mapping[str, Any]) -> None:
-        """A policy that existed before this state was built: in effect from creation + delay."""
+        """A policy that existed before this state was built: in effect from creation + delay.
+
+        The cluster's own baseline policies (created by ``cluster-bootstrap`` at t=0) have been
+        in effect all along.
+        """
         t0, ev = self._created_event(doc)
+        if ev is not None and self.sim.trace[ev].actor == "cluster-bootstrap" and t0 == 0.0:
+            key = key_of(doc)
+            self._versions.setdefault(key, []).append(_Version(key, dict(doc), 0, 0.0, 0.0, ev))
+            self._sets.clear()
+            return
         self._add_version(doc, t0, ev)
 
     def _add_version(self, doc: Mapping[str, Any], t0: float, cause: int | None) -> None:
@@ -171,13 +183,39 @@ class NetworkState:
             self._add_version(doc, self.sim.now, found[-1].id if found else None)
 
     def endpoint_created(self, namespace: str, name: str, start: float, end: float) -> None:
-        """Record a pod's Cilium endpoint build (CNI ADD): regeneration from ``start`` to ``end``."""
+        """Record a pod's Cilium endpoint build (CNI ADD): regeneration from ``start`` to ``end``.
+
+        A pod whose label set has no security identity yet waits for one to be allocated (the
+        profile's ``cni.identityAllocationSeconds``, cilium identity-max-jitter up to 30 s);
+        until then its endpoint carries ``reserved:init`` (cilium Documentation/security/policy/
+        lifecycle.rst "Init Identity").
+        """
         self._endpoints[(namespace, name)] = (start, end)
+        if self.cni.type != "cilium":
+            return
+        pod = self.sim.store.get("Pod", namespace, name) or {}
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        key = (("ns", namespace), *sorted((str(k), str(v)) for k, v in labels.items()))
+        ready = self._identities.get(key)
+        if ready is None:
+            ready = end + self.sim.latency("identity_allocation")
+            self._identities[key] = ready
+            if ready > end:
+                self.sim.log(
+                    self.actor,
+                    "identity-pending",
+                    f"Pod/{namespace}/{name}",
+                    f"new label set: security identity allocated at t={ready:.2f}s; until then the "
+                    "endpoint has the reserved:init identity",
+                    until=round(ready, 3),
+                )
+        self._identity_ready[(namespace, name)] = max(end, ready)
 
     def _effective_for(self, v: _Version, pod: tuple[str, str] | None) -> float:
-        ep = self._endpoints.get(pod) if pod is not None and self.cni.type == "cilium" else None
-        if ep is not None and v.created <= ep[0]:
-            return min(v.effective, ep[1])
+        """When ``v`` applies to ``pod``: at propagation, whether the agent learns of it before the
+        pod's endpoint build (then the build includes it, and the pod sends nothing before the
+        build ends) or after (then the existing endpoint is regenerated)."""
+        del pod
         return v.effective
 
     def in_effect(
@@ -224,6 +262,16 @@ class NetworkState:
     def verdict(self, pod: Mapping[str, Any], target: Target) -> Verdict:
         """The evaluator's verdict for ``pod`` reaching ``target`` under what is in effect now."""
         src = net_pod(pod)
+        ready = self._identity_ready.get((src.namespace, src.name), 0.0)
+        if self.sim.now < ready and self.cni.policy_enforcement_mode == "always":
+            # cilium lifecycle.rst: with no rule selecting reserved:init, an endpoint with the
+            # init identity has all traffic dropped in "always" mode (allowed in default/never)
+            return Verdict(
+                False,
+                f"dropped: the endpoint still has the reserved:init identity (security identity "
+                f"allocated at t={ready:.2f}s) and policyEnforcementMode=always",
+                cause="policy",
+            )
         return evaluate(
             src, target, self.policies(pod=(src.namespace, src.name)), self.view(src), self.cni
         )

@@ -351,6 +351,9 @@ class ClusterProfile(_Model):
     kubelet_backoff_initial_seconds: float = Field(default=10.0, ge=0)
     kubelet_backoff_cap_seconds: float = Field(default=300.0, ge=0)
     addressing: Addressing = Field(default_factory=Addressing)
+    # Policies the platform installed before any release (e.g. the baseline a cluster in Cilium
+    # "always" mode needs so CoreDNS accepts queries). Created at t=0 and in effect from the start.
+    cluster_policies: list[dict[str, Any]] = Field(default_factory=list)
 
     _sources: tuple[str, ...] = PrivateAttr(default=())
 

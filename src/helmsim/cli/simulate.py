@@ -1,0 +1,162 @@
+"""``helmsim simulate``: predict each HelmRelease's outcome on a simulated cluster."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from helmsim import render as rendering
+from helmsim.cli import options
+from helmsim.cli.app import command, console
+from helmsim.cluster.latency import to_seconds
+from helmsim.cluster.profile import load_profile
+from helmsim.errors import InputError
+from helmsim.flux import inputs as flux_inputs
+from helmsim.report import simulate as report
+from helmsim.simulate import DEFAULT_HORIZON, UNMAPPED_READY_AFTER, ChartSource, ReleaseInput, simulate, values_from_refs
+
+
+class SimFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _seconds(text: str | None, default: float, flag: str) -> float:
+    if text is None:
+        return default
+    try:
+        return to_seconds(text)
+    except ValueError as err:
+        raise InputError(f"{flag} {text!r}: {err}") from None
+
+
+def build_inputs(
+    target: str,
+    *,
+    values: list[str],
+    sets: list[str],
+    helmrelease: list[str],
+    charts: list[str],
+    release_name: str | None,
+    namespace: str,
+    upgrade_from: str | None,
+    upgrade_from_values: list[str],
+    upgrade_from_set: list[str],
+) -> list[ReleaseInput]:
+    """Pair HelmReleases with charts from the command line (shared by simulate and check)."""
+    chart_map = flux_inputs.parse_chart_map(charts)
+    user_values = rendering.load_values(values, sets)
+    previous_values = rendering.load_values(upgrade_from_values, upgrade_from_set)
+    is_chart = rendering.is_chart_dir(Path(target))
+    tree = flux_inputs.load_flux_tree(helmrelease if is_chart else [target, *helmrelease])
+    hrs = list(tree.helmreleases)
+    main_ref: str | None = None
+    if is_chart:
+        name = flux_inputs.chart_name_of(target)
+        match = [hr for hr in hrs if hr.chart_name == name] or (hrs if len(hrs) == 1 else [])
+        if not hrs:
+            hr = flux_inputs.default_helmrelease(release_name or name, namespace)
+            hrs = [hr]
+            match = [hr]
+        if not match:
+            raise InputError(
+                f"none of the HelmReleases uses chart {name!r}; name it with --chart NAME={target}",
+                file=helmrelease[0] if helmrelease else None,
+            )
+        main_ref = match[0].ref
+        chart_map.setdefault(match[0].chart_name, target)
+    elif not hrs:
+        raise InputError("no HelmRelease found (and not a chart directory)", file=target)
+    out: list[ReleaseInput] = []
+    for hr in hrs:
+        path = chart_map.get(hr.chart_name) if hr.ref == main_ref else flux_inputs.chart_for(hr, chart_map)
+        source = ChartSource(path, user_values if hr.ref == main_ref or not is_chart else {}) if path else None
+        prev = None
+        if upgrade_from is not None and path is not None and (hr.ref == main_ref or main_ref is None):
+            prev = ChartSource(upgrade_from, previous_values)
+        out.append(ReleaseInput(hr, source, previous=prev, values_from=values_from_refs(hr, tree.objects)))
+    return out
+
+
+@command("simulate")
+def simulate_cmd(
+    target: Annotated[str, typer.Argument(help="Chart directory or .tgz, or a directory/file of Flux objects (HelmReleases).")],
+    values: options.Values = None,
+    set_: options.Set = None,
+    profile: Annotated[str, typer.Option("--profile", "-p", help="Cluster profile: built-in name or YAML file.", metavar="NAME|FILE")] = "kind",
+    helmrelease: Annotated[
+        list[str] | None,
+        typer.Option("--helmrelease", help="HelmRelease YAML file or directory (repeatable): its spec drives helm-controller.", metavar="FILE|DIR"),
+    ] = None,
+    chart: Annotated[
+        list[str] | None,
+        typer.Option("--chart", help="Map a HelmRelease's chart to a local chart (repeatable).", metavar="NAME=PATH"),
+    ] = None,
+    release_name: Annotated[str | None, typer.Option("--release-name", help="Release name when no HelmRelease is given.")] = None,
+    namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
+    upgrade_from: Annotated[
+        str | None,
+        typer.Option("--upgrade-from", help="Install this previous chart (or rendered manifest) first, then upgrade.", metavar="CHART|FILE|DIR"),
+    ] = None,
+    upgrade_from_values: Annotated[
+        list[str] | None, typer.Option("--upgrade-from-values", help="Values of the previous release (repeatable).", metavar="FILE")
+    ] = None,
+    upgrade_from_set: Annotated[
+        list[str] | None, typer.Option("--upgrade-from-set", help="--set of the previous release (repeatable).", metavar="K=V")
+    ] = None,
+    horizon: Annotated[str | None, typer.Option("--horizon", help="Simulated time limit (default 1h).", metavar="DURATION")] = None,
+    unmapped_ready_after: Annotated[
+        str | None,
+        typer.Option("--unmapped-ready-after", help="Unmapped charts are modelled Ready this long after their dependencies (default 60s).", metavar="DURATION"),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for sampled latencies.")] = 0,
+    fmt: Annotated[SimFormat, typer.Option("--format", help="Output format.")] = SimFormat.text,
+    full_timeline: Annotated[bool, typer.Option("--full-timeline", help="Print every trace event, not just the notable ones.")] = False,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", metavar="FILE")] = None,
+) -> None:
+    """Simulate Helm and helm-controller on a cluster profile and predict each release's outcome.
+
+    Exit code 0 when every simulated release gets Ready, 1 when one does not, 2 on bad input.
+    """
+    prof = load_profile(profile)
+    releases = build_inputs(
+        target,
+        values=values or [],
+        sets=set_ or [],
+        helmrelease=helmrelease or [],
+        charts=chart or [],
+        release_name=release_name,
+        namespace=namespace,
+        upgrade_from=upgrade_from,
+        upgrade_from_values=upgrade_from_values or [],
+        upgrade_from_set=upgrade_from_set or [],
+    )
+    result = simulate(
+        prof,
+        releases,
+        horizon=_seconds(horizon, DEFAULT_HORIZON, "--horizon"),
+        seed=seed,
+        unmapped_ready_after=_seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
+    )
+    if fmt is SimFormat.json:
+        text = report.to_json(result)
+        _emit(text, output)
+    elif output:
+        from rich.console import Console
+
+        with open(output, "w", encoding="utf-8") as fh:
+            report.render_text(result, Console(file=fh, width=160, highlight=False, soft_wrap=True), full_timeline=full_timeline)
+    else:
+        report.render_text(result, console, full_timeline=full_timeline)
+    if any(o.simulated and o.outcome != "Ready" for o in result.releases):
+        raise typer.Exit(1)
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        console.out(text, end="", highlight=False)

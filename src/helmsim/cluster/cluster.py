@@ -1,0 +1,56 @@
+"""A whole simulated cluster: the engine, admission, built-in objects and every controller."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from helmsim.cluster.admission import admit
+from helmsim.cluster.controllers.crd import install_crds
+from helmsim.cluster.controllers.kubelet import Kubelet
+from helmsim.cluster.controllers.scheduler import Scheduler
+from helmsim.cluster.controllers.service import install_service_controllers, seed_cluster
+from helmsim.cluster.controllers.storage import install_storage
+from helmsim.cluster.controllers.workloads import install_workload_controllers
+from helmsim.cluster.engine import Simulation
+from helmsim.cluster.profile import ClusterProfile
+
+
+def build_cluster(
+    profile: ClusterProfile,
+    *,
+    seed: int = 0,
+    sample_latencies: bool = False,
+    release_objects: Iterable[Mapping[str, Any]] = (),
+    namespaces: Iterable[str] = (),
+) -> Simulation:
+    """A fresh cluster of ``profile`` at t=0, ready for Helm to apply releases.
+
+    ``release_objects`` are the manifests of the releases that will be applied: the behaviour
+    model reads them to infer what a workload needs before its policy exists. ``namespaces``
+    exist before the releases are applied (the cluster's platform created them).
+    """
+    sim = Simulation(profile, seed=seed, sample_latencies=sample_latencies)
+    sim.release_objects = list(release_objects)  # type: ignore[attr-defined]
+    seed_cluster(sim)
+    for ns in sorted(set(namespaces)):
+        if sim.store.get("Namespace", None, ns) is None:
+            sim.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
+                },
+                actor="cluster-bootstrap",
+            )
+    for policy in profile.cluster_policies:
+        sim.store.create(policy, actor="cluster-bootstrap")
+    install_storage(sim)
+    install_crds(sim)
+    install_service_controllers(sim)
+    install_workload_controllers(sim)
+    Scheduler(sim)
+    Kubelet(sim)
+    # kube-apiserver admission applies to everything created from now on (helm, controllers).
+    sim.store.admission = lambda obj: admit(sim, obj)
+    return sim

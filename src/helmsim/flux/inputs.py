@@ -1,0 +1,99 @@
+"""Find HelmReleases (and the ConfigMaps/Secrets their valuesFrom names) in files, and pair each
+HelmRelease with a local chart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helmsim import yamlio
+from helmsim.errors import InputError
+from helmsim.flux.helmrelease import HelmRelease, is_helmrelease, parse_helmrelease
+from helmsim.manifests import read_manifest_input
+
+
+@dataclass(frozen=True)
+class FluxTree:
+    """HelmReleases in input order and every other object found beside them."""
+
+    helmreleases: tuple[HelmRelease, ...]
+    objects: tuple[Mapping[str, Any], ...]
+
+
+def load_flux_tree(paths: Sequence[str]) -> FluxTree:
+    """HelmReleases and other objects from YAML files or directories (``kind: List`` too)."""
+    hrs: list[HelmRelease] = []
+    objects: list[Mapping[str, Any]] = []
+    for path in paths:
+        for file, text in read_manifest_input(path):
+            for doc in yamlio.load_documents(text, file):
+                values = doc.value.get("items") if isinstance(doc.value, dict) and doc.value.get("kind") == "List" else [doc.value]
+                for obj in values or ():
+                    if not isinstance(obj, dict):
+                        continue
+                    if is_helmrelease(obj):
+                        hrs.append(parse_helmrelease(obj, source=file, line=doc.line))
+                    else:
+                        objects.append(obj)
+    seen: dict[str, HelmRelease] = {}
+    for hr in hrs:
+        if hr.ref in seen:
+            raise InputError(f"HelmRelease {hr.ref} is defined twice", file=hr.source)
+        seen[hr.ref] = hr
+    return FluxTree(tuple(hrs), tuple(objects))
+
+
+def parse_chart_map(items: Sequence[str]) -> dict[str, str]:
+    """``--chart NAME=PATH`` items: chart name (or HelmRelease name) → local chart path."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise InputError(f"--chart {item!r}: expected NAME=PATH")
+        if not Path(path).exists():
+            raise InputError("chart not found", file=path)
+        out[name] = path
+    return out
+
+
+def chart_for(hr: HelmRelease, charts: Mapping[str, str]) -> str | None:
+    """The local chart mapped to ``hr`` by its chart name, its name or ``namespace/name``."""
+    for key in (hr.chart_name, hr.name, hr.ref):
+        if key in charts:
+            return charts[key]
+    return None
+
+
+def default_helmrelease(name: str, namespace: str) -> HelmRelease:
+    """A HelmRelease with Flux's defaults for a chart given without one."""
+    return parse_helmrelease(
+        {
+            "apiVersion": "helm.toolkit.fluxcd.io/v2",
+            "kind": "HelmRelease",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"interval": "10m", "releaseName": name},
+        }
+    )
+
+
+def chart_name_of(path: str) -> str:
+    """The ``name`` in a chart's Chart.yaml (directory charts); the file stem otherwise."""
+    p = Path(path)
+    chart_yaml = p / "Chart.yaml"
+    if chart_yaml.is_file():
+        meta = yamlio.load_one(chart_yaml.read_text(encoding="utf-8"), str(chart_yaml))
+        if isinstance(meta, dict) and meta.get("name"):
+            return str(meta["name"])
+    return p.name.split("-")[0] if p.suffix == ".tgz" else p.name
+
+
+__all__ = [
+    "FluxTree",
+    "chart_for",
+    "chart_name_of",
+    "default_helmrelease",
+    "load_flux_tree",
+    "parse_chart_map",
+]

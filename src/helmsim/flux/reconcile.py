@@ -1,0 +1,305 @@
+"""helm-controller's reconcile loop for one HelmRelease, as a process on the simulated cluster.
+
+fluxcd/helm-controller internal/controller/helmrelease_controller.go (dependencies, requeues)
+and internal/reconcile/atomic_release.go, state.go, install.go, upgrade.go, *_remediation.go
+(release state → action, failure counting, remediation, Stalled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from helmsim.flux.helmrelease import DEPENDENCY_REQUEUE, HelmRelease
+from helmsim.helm import actions
+from helmsim.helm.actions import ActionOptions, ChartRelease, HelmContext
+
+Proc = Generator[simpy.Event, Any, Any]
+
+# fluxcd/pkg runtime/controller rate_limiter.go: per-item exponential backoff 750ms .. 15m
+REQUEUE_MIN = 0.75
+REQUEUE_MAX = 900.0
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration String for whole-second values (``5m0s``, ``1h0m0s``, ``30s``)."""
+    total = int(round(seconds))
+    h, rem = divmod(total, 3600)
+    m, s = divmod(rem, 60)
+    if h:
+        return f"{h}h{m}m{s}s"
+    if m:
+        return f"{m}m{s}s"
+    if seconds != total:
+        return f"{seconds:g}s"
+    return f"{s}s"
+
+
+@dataclass
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str
+    time: float
+
+
+@dataclass
+class ReleaseState:
+    """The HelmRelease status helm-controller keeps (api/v2 HelmReleaseStatus), simplified."""
+
+    conditions: dict[str, Condition] = field(default_factory=dict)
+    install_failures: int = 0
+    upgrade_failures: int = 0
+    failures: int = 0
+    last_attempted_action: str = ""
+    attempts: int = 0
+    stalled: bool = False
+    ready_at: float | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def set(self, type_: str, status: str, reason: str, message: str, now: float) -> None:
+        self.conditions[type_] = Condition(type_, status, reason, message, now)
+
+    def drop(self, type_: str) -> None:
+        self.conditions.pop(type_, None)
+
+    def get(self, type_: str) -> Condition | None:
+        return self.conditions.get(type_)
+
+    @property
+    def ready(self) -> bool:
+        c = self.conditions.get("Ready")
+        return c is not None and c.status == "True"
+
+
+@dataclass
+class Reconciler:
+    """Reconciles one HelmRelease until Ready, Stalled or the horizon.
+
+    ``chart_for(upgrade: bool)`` returns the rendered chart to install or upgrade to; ``states``
+    is shared by all reconcilers so ``dependsOn`` can read other releases' Ready condition.
+    """
+
+    ctx: HelmContext
+    hr: HelmRelease
+    chart_for: Callable[[bool], ChartRelease]
+    states: dict[str, ReleaseState]
+    target_revision_installed: bool = False
+
+    @property
+    def state(self) -> ReleaseState:
+        return self.states.setdefault(self.hr.ref, ReleaseState())
+
+    def _log(self, what: str, message: str, **data: Any) -> int:
+        return self.ctx.sim.log("helm-controller", what, f"HelmRelease/{self.hr.ref}", message, **data).id
+
+    def _mark(self, type_: str, status: str, reason: str, message: str) -> None:
+        self.state.set(type_, status, reason, message, self.ctx.sim.now)
+        if type_ == "Ready":
+            self._log("condition", f"Ready={status} {reason}: {message}", type=type_, status=status, reason=reason)
+
+    def _options(self, action: str) -> ActionOptions:
+        spec = getattr(self.hr.spec, action)
+        if spec.disable_wait:
+            wait = "hookOnly"  # internal/action/wait.go getWaitStrategy: disableWait → HookOnly
+        elif self.hr.spec.wait_strategy.name == "legacy":
+            wait = "legacy"
+        else:
+            wait = "poller"
+        return ActionOptions(
+            timeout=self.hr.timeout_for(action),
+            wait=wait,  # type: ignore[arg-type]
+            wait_for_jobs=not spec.disable_wait_for_jobs,
+            disable_hooks=spec.disable_hooks,
+            server_side=True,
+        )
+
+    def _release_label(self, chart: ChartRelease) -> str:
+        return f"{self.hr.target_namespace}/{self.hr.release_name}"
+
+    def run(self, until_stable: bool = True) -> Proc:
+        """The reconcile loop: dependencies, then release actions, requeueing as Flux does."""
+        sim = self.ctx.sim
+        requeues = 0
+        while True:
+            blocked = self._unready_dependency()
+            if blocked:
+                self._mark("Reconciling", "True", "Progressing", "Fulfilling prerequisites")
+                self._mark("Ready", "False", "DependencyNotReady", blocked)
+                yield sim.sleep(DEPENDENCY_REQUEUE)  # --requeue-dependency 30s, not jittered
+                continue
+            outcome = yield from self._reconcile_release()
+            if outcome == "done" or outcome == "stalled":
+                return outcome
+            requeues += 1
+            delay = min(REQUEUE_MAX, REQUEUE_MIN * 2 ** (requeues - 1))
+            self._log("requeue", f"requeue after {delay:g}s", delay=delay)
+            yield sim.sleep(delay)
+
+    def _unready_dependency(self) -> str | None:
+        for dep in self.hr.dependencies():
+            st = self.states.get(dep)
+            # helmrelease_controller.go checkDependencies: generation observed and Ready=True
+            if st is None or not st.ready:
+                return f"dependency '{dep}' is not ready"
+        return None
+
+    def _reconcile_release(self) -> Proc:
+        """One AtomicRelease.Reconcile: state → action until success, stop or remediation."""
+        st = self.state
+        storage = self.ctx.storage
+        ns, name = self.hr.storage_namespace, self.hr.release_name
+        ran: set[str] = set()
+        while True:
+            # internal/reconcile/state.go DetermineReleaseState
+            last = storage.last(self.hr.target_namespace, name)
+            if last is None or last.status == "uninstalled":
+                state = "Absent"
+            elif last.status.startswith("pending-"):
+                state = "Locked"
+            elif last.status in ("failed", "uninstalling"):
+                state = "Failed"
+            elif last.status == "deployed" and self.target_revision_installed:
+                state = "InSync"
+            else:
+                state = "OutOfSync"
+            if state == "Locked":
+                # internal/reconcile/unlock.go: a pending release is marked failed, then retried
+                last.status = "failed"
+                last.description = f"Release unlocked from stale '{last.status}' state"
+                continue
+            if state == "InSync":
+                return "done"
+            if state == "Absent":
+                if self.hr.spec.install.remediation.retries_exhausted(st.install_failures):
+                    return self._stall("install")
+                action = "install"
+            elif state == "OutOfSync":
+                if self.hr.spec.upgrade.remediation.retries_exhausted(st.upgrade_failures):
+                    return self._stall("upgrade")
+                action = "upgrade"
+            else:  # Failed: remediate (state.go actionForState)
+                kind = st.last_attempted_action or "install"
+                failures = st.install_failures if kind == "install" else st.upgrade_failures
+                rem = getattr(self.hr.spec, kind).remediation
+                if getattr(self.hr.spec, kind).strategy.name == "RetryOnFailure" or not st.last_attempted_action:
+                    action = "upgrade"
+                elif rem.retries_exhausted(failures) and not self.hr.remediate_last_failure(kind):
+                    return self._stall(kind)
+                elif kind == "install" or rem.strategy == "uninstall":
+                    action = "uninstall"
+                elif not self._has_rollback_target():
+                    # internal/reconcile/atomic_release.go: ErrMissingRollbackTarget → Stalled
+                    return self._stall(kind, reason="MissingRollbackTarget",
+                                       message="Failed to perform remediation: missing target release for rollback")
+                else:
+                    action = "rollback"
+            if action in ran:
+                return "requeue"
+            ran.add(action)
+            result = yield from self._run_action(action, ns, name)
+            if action in ("uninstall", "rollback"):
+                # MustStop after remediation; exhausted → Stalled, else requeue with retry
+                kind = st.last_attempted_action
+                failures = st.install_failures if kind == "install" else st.upgrade_failures
+                if getattr(self.hr.spec, kind).remediation.retries_exhausted(failures):
+                    return self._stall(kind)
+                ready = st.get("Ready")
+                self._mark("Reconciling", "True", "ProgressingWithRetry", ready.message if ready else "")
+                return "requeue"
+            if result.ok:
+                return "done"
+
+    def _run_action(self, action: str, ns: str, name: str) -> Proc:
+        st = self.state
+        sim = self.ctx.sim
+        timeout = self.hr.timeout_for(action if action in ("install", "upgrade", "rollback", "uninstall") else "install")
+        msg = f"Running '{action}' action with timeout of {go_duration(timeout)}"
+        self._mark("Reconciling", "True", "Progressing", msg)
+        if action in ("install", "upgrade"):
+            self._mark("Ready", "Unknown", "Progressing", msg)
+        opts = self._options(action)
+        if action == "install":
+            chart = self.chart_for(False)
+            st.last_attempted_action = "install"
+            st.attempts += 1
+            result = yield from actions.install(self.ctx, chart, opts)
+        elif action == "upgrade":
+            chart = self.chart_for(True)
+            st.last_attempted_action = "upgrade"
+            st.attempts += 1
+            result = yield from actions.upgrade(self.ctx, chart, opts)
+        elif action == "rollback":
+            chart = self.chart_for(True)
+            result = yield from actions.rollback(self.ctx, self.hr.target_namespace, name, opts)
+        else:
+            chart = self.chart_for(False)
+            result = yield from actions.uninstall(self.ctx, self.hr.target_namespace, name, opts)
+        label = f"{self.hr.target_namespace}/{name}"
+        chart_id = chart.chart
+        rel_id = result.release.id if result.release else label
+        if action in ("install", "upgrade"):
+            verb = action
+            if result.ok:
+                self.target_revision_installed = True
+                message = f"Helm {verb} succeeded for release {rel_id} with chart {chart_id}"
+                reason = "InstallSucceeded" if verb == "install" else "UpgradeSucceeded"
+                self._mark("Released", "True", reason, message)
+                st.drop("Remediated")
+                st.drop("Reconciling")
+                self._mark("Ready", "True", reason, message)
+                st.ready_at = sim.now
+            else:
+                if result.release is not None:
+                    st.failures += 1
+                    if verb == "install":
+                        st.install_failures += 1
+                    else:
+                        st.upgrade_failures += 1
+                message = f"Helm {verb} failed for release {label} with chart {chart_id}: {result.error}"
+                reason = "InstallFailed" if verb == "install" else "UpgradeFailed"
+                self._mark("Released", "False", reason, message)
+                self._mark("Ready", "False", reason, message)
+                self._log("event", message, reason=reason, type="Warning")
+        elif action == "rollback":
+            prev = result.release.description if result.release else ""
+            if result.ok:
+                message = f"Helm rollback to previous release {label}.v{result.rollback_to} with chart {chart_id} succeeded"
+                self._mark("Remediated", "True", "RollbackSucceeded", message)
+                self._mark("Ready", "False", "RollbackSucceeded", message)
+            else:
+                message = f"Helm rollback to previous release {label} with chart {chart_id} failed: {result.error or prev}"
+                self._mark("Remediated", "False", "RollbackFailed", message)
+                self._mark("Ready", "False", "RollbackFailed", message)
+                st.failures += 1
+        else:
+            rel_id = result.release.id if result.release else label
+            if result.ok:
+                message = f"Helm uninstall remediation for release {rel_id} with chart {chart_id} succeeded"
+                self._mark("Remediated", "True", "UninstallSucceeded", message)
+                self._mark("Ready", "False", "UninstallSucceeded", message)
+            else:
+                message = f"Helm uninstall remediation for release {rel_id} with chart {chart_id} failed: {result.error}"
+                self._mark("Remediated", "False", "UninstallFailed", message)
+                self._mark("Ready", "False", "UninstallFailed", message)
+                st.failures += 1
+        st.history.append({"time": sim.now, "action": action, "ok": result.ok, "error": result.error})
+        return result
+
+    def _has_rollback_target(self) -> bool:
+        history = self.ctx.storage.history(self.hr.target_namespace, self.hr.release_name)
+        return any(r.status in ("deployed", "superseded") for r in history[:-1])
+
+    def _stall(self, kind: str, *, reason: str = "RetriesExceeded", message: str | None = None) -> str:
+        st = self.state
+        n = st.install_failures if kind == "install" else st.upgrade_failures
+        message = message or f"Failed to {kind} after {n} attempt(s)"
+        st.drop("Reconciling")  # MarkStalled deletes Reconciling
+        self._mark("Stalled", "True", reason, message)
+        st.stalled = True
+        self._log("stalled", message, reason=reason)
+        return "stalled"

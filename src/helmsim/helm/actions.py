@@ -1,0 +1,555 @@
+"""Helm v4 actions (install, upgrade, rollback, uninstall) as processes on the simulated cluster.
+
+Each action is a SimPy generator: ``result = yield from install(ctx, spec)``. They write release
+records, run hooks one at a time, apply the manifest kind group by kind group, and wait with the
+strategy helm-controller chose (fluxcd/helm-controller internal/action/wait.go).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import simpy
+
+from helmsim import kstatus
+from helmsim.cluster.engine import Simulation
+from helmsim.cluster.selectors import matches_selector
+from helmsim.cluster.store import ApiError
+from helmsim.helm import immutable
+from helmsim.helm.order import hook_order, kind_groups, manifest_order
+from helmsim.helm.release import HookRun, Release, ReleaseStorage
+from helmsim.kstatus import ObjectId, Result, Status
+from helmsim.kstatus.wait import decide
+from helmsim.manifests import Resource
+
+Proc = Generator[simpy.Event, Any, Any]
+WaitStrategy = Literal["poller", "legacy", "hookOnly"]
+
+POLL_INTERVAL = 5.0  # fluxcd/helm-controller internal/action/wait.go: WaitOptions Interval 5s
+DELETE_POLL_INTERVAL = 2.0  # internal/action/wait.go WaitForDelete: interval 2s
+CRD_WAIT = 60.0  # helm-controller internal/action/crds.go: waiter.Wait(crds, 60s)
+
+
+@dataclass(frozen=True)
+class ActionOptions:
+    """What helm-controller passes to a Helm action (internal/action/install.go newInstall …)."""
+
+    timeout: float = 300.0
+    wait: WaitStrategy = "poller"
+    wait_for_jobs: bool = True
+    disable_hooks: bool = False
+    server_side: bool = True
+    take_ownership: bool = True
+
+
+@dataclass(frozen=True)
+class ChartRelease:
+    """A rendered chart ready to be installed: release identity, chart, resources, crds/."""
+
+    name: str
+    namespace: str
+    chart: str
+    resources: tuple[Resource, ...]
+    crds: tuple[Resource, ...] = ()
+
+    @property
+    def manifest(self) -> list[Resource]:
+        return [r for r in self.resources if not r.is_hook]
+
+    @property
+    def hooks(self) -> list[Resource]:
+        return [r for r in self.resources if r.is_hook]
+
+
+@dataclass
+class ActionResult:
+    """How an action ended: the release revision it wrote and Helm's error text, if any."""
+
+    action: str
+    ok: bool
+    release: Release | None
+    error: str | None = None
+    trace_id: int | None = None
+    rollback_to: int | None = None
+
+
+@dataclass
+class HelmContext:
+    """The simulated cluster plus Helm's release storage."""
+
+    sim: Simulation
+    storage: ReleaseStorage
+    actor: str = "helm"
+
+
+# --- objects -------------------------------------------------------------------------------------
+def to_object(res: Resource, release: str, namespace: str) -> dict[str, Any]:
+    """The object Helm sends: namespace set, ownership metadata added (pkg/action/validate.go)."""
+    obj = copy.deepcopy(res.body)
+    meta = obj.setdefault("metadata", {})
+    if res.namespace:
+        meta["namespace"] = res.namespace
+    else:
+        meta.pop("namespace", None)
+    if not res.is_hook:
+        # helm/helm pkg/action/validate.go setMetadataVisitor: ownership labels/annotations
+        meta.setdefault("labels", {})["app.kubernetes.io/managed-by"] = "Helm"
+        annotations = meta.setdefault("annotations", {})
+        annotations["meta.helm.sh/release-name"] = release
+        annotations["meta.helm.sh/release-namespace"] = namespace
+    return obj
+
+
+def object_id(res: Resource) -> ObjectId:
+    return ObjectId(kind=res.kind, namespace=res.namespace or "", name=res.name, group=res.group)
+
+
+def live_status(sim: Simulation, res: Resource, reader: str) -> Result:
+    """What the named kstatus reader reports for the live object (NotFound when absent)."""
+    obj = sim.store.get(res.kind, res.namespace, res.name)
+    if obj is None:
+        # fluxcd/cli-utils pkg/kstatus/polling/statusreaders/common.go: 404 → NotFound
+        return Result(Status.NOT_FOUND, "Resource not found")
+    pods: Sequence[dict[str, Any]] = ()
+    if res.kind in ("ReplicaSet", "StatefulSet"):
+        selector = (obj.get("spec") or {}).get("selector")
+        pods = [
+            p
+            for p in sim.store.list("Pod", res.namespace)
+            if selector and matches_selector(selector, (p.get("metadata") or {}).get("labels") or {})
+        ]
+    return kstatus.read(obj, reader=reader, now=sim.datetime(), pods=pods)
+
+
+# --- waiting -------------------------------------------------------------------------------------
+def wait_for(
+    ctx: HelmContext,
+    resources: Sequence[Resource],
+    *,
+    reader: str,
+    timeout: float,
+    fail_fast: bool,
+    what: str,
+    cause: int | None,
+) -> Proc:
+    """Poll like fluxcd/pkg ssa WaitForSetWithContext: at once, then every 5 s, until done.
+
+    Returns the wait's error text or None. Paused Deployments are skipped and Jobs with
+    ``ttlSecondsAfterFinished`` may disappear (helm-controller internal/action/wait.go).
+    """
+    sim = ctx.sim
+    waited = [
+        r for r in resources if not (r.kind == "Deployment" and (r.body.get("spec") or {}).get("paused") is True)
+    ]
+    ttl = {
+        object_id(r)
+        for r in waited
+        if r.kind == "Job" and (r.body.get("spec") or {}).get("ttlSecondsAfterFinished") is not None
+    }
+    start = sim.now
+    deadline = start + timeout
+    last: dict[ObjectId, Status] = {}
+    start_ev = sim.log(ctx.actor, "wait-start", what, f"waiting for {len(waited)} objects ({reader}, timeout {timeout:g}s)", cause=cause)
+    while True:
+        entries = [(object_id(r), live_status(sim, r, reader)) for r in waited]
+        for oid, res in entries:
+            if last.get(oid) is not res.status:
+                last[oid] = res.status
+                sim.log(ctx.actor, "poll", str(oid), f"{oid} status: '{res.status.value}': {res.message}", cause=start_ev.id, status=res.status.value, reader=reader)
+        decision = decide(entries, jobs_with_ttl=ttl, fail_fast=fail_fast, deadline_exceeded=sim.now >= deadline)
+        if decision.stop:
+            sim.log(ctx.actor, "wait-end", what, decision.error or "all resources are ready", cause=start_ev.id, error=decision.error)
+            return decision.error
+        yield sim.sleep(min(POLL_INTERVAL, deadline - sim.now))
+
+
+def wait_deleted(ctx: HelmContext, resources: Sequence[Resource], timeout: float) -> Proc:
+    """WaitForDelete: poll every 2 s until every object is gone; error on timeout."""
+    sim = ctx.sim
+    deadline = sim.now + timeout
+    while True:
+        remaining = [r for r in resources if sim.store.get(r.kind, r.namespace, r.name) is not None]
+        if not remaining:
+            return None
+        if sim.now >= deadline:
+            r = remaining[0]
+            # helm-controller internal/action/wait.go WaitForDelete → WaitForTermination
+            return f"{object_id(r)} termination timeout: context deadline exceeded"
+        yield sim.sleep(min(DELETE_POLL_INTERVAL, deadline - sim.now))
+
+
+# --- applying ------------------------------------------------------------------------------------
+def _create_group(
+    ctx: HelmContext, group: Sequence[Resource], rel: Release, opts: ActionOptions, cause: int | None
+) -> Proc:
+    """Create one kind group concurrently; returns the API errors (pkg/kube/client.go batchPerform).
+
+    An object that already exists is adopted (updated) when its ownership metadata names this
+    release or take-ownership is on (helm-controller's default), else Helm refuses the install
+    (helm/helm pkg/action/validate.go existingResourceConflict).
+    """
+    sim = ctx.sim
+    yield sim.sleep(sim.latency("api_write"))
+    errors: list[str] = []
+    for res in group:
+        obj = to_object(res, rel.name, rel.namespace)
+        live = sim.store.get(res.kind, res.namespace, res.name)
+        try:
+            if live is None:
+                sim.store.create(obj, actor=ctx.actor, cause=cause)
+                continue
+            conflict = _ownership_conflict(live, rel)
+            if conflict and not opts.take_ownership:
+                raise ApiError("Conflict", conflict)
+            sim.log(ctx.actor, "adopted", res.ref, f"{res.ref} exists; adopted into {rel.id}", cause=cause)
+            sim.store.apply(obj, actor=ctx.actor, cause=cause)
+        except ApiError as err:
+            errors.append(err.message)
+            sim.log(ctx.actor, "apply-error", res.ref, err.message, cause=cause)
+    return errors
+
+
+def _ownership_conflict(live: dict[str, Any], rel: Release) -> str | None:
+    """helm/helm pkg/action/validate.go checkOwnership: the text when ``live`` is not ours."""
+    meta = live.get("metadata") or {}
+    ann = meta.get("annotations") or {}
+    kind, ns, name = live.get("kind"), meta.get("namespace"), meta.get("name")
+    where = f' in namespace "{ns}"' if ns else ""
+    prefix = (
+        f'Unable to continue with install: {kind} "{name}"{where} exists and cannot be imported '
+        "into the current release: invalid ownership metadata; "
+    )
+    if (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") != "Helm":
+        return prefix + 'label validation error: missing key "app.kubernetes.io/managed-by": must be set to "Helm"'
+    if ann.get("meta.helm.sh/release-name") != rel.name:
+        current = ann.get("meta.helm.sh/release-name")
+        if current is None:
+            return prefix + 'annotation validation error: missing key "meta.helm.sh/release-name": must be set to "' + rel.name + '"'
+        return prefix + f'annotation validation error: key "meta.helm.sh/release-name" must equal "{rel.name}": current value is "{current}"'
+    if ann.get("meta.helm.sh/release-namespace") != rel.namespace:
+        current = ann.get("meta.helm.sh/release-namespace")
+        return prefix + f'annotation validation error: key "meta.helm.sh/release-namespace" must equal "{rel.namespace}": current value is "{current}"'
+    return None
+
+
+def _apply_hook(ctx: HelmContext, hook: Resource, rel: Release, server_side: bool, cause: int | None) -> Proc:
+    sim = ctx.sim
+    yield sim.sleep(sim.latency("api_write"))
+    obj = to_object(hook, rel.name, rel.namespace)
+    try:
+        if server_side:
+            sim.store.apply(obj, actor=ctx.actor, cause=cause)
+        else:
+            sim.store.create(obj, actor=ctx.actor, cause=cause)
+    except ApiError as err:
+        return err.message
+    return None
+
+
+def exec_hooks(ctx: HelmContext, rel: Release, hooks: Sequence[Resource], event: str, opts: ActionOptions, cause: int | None) -> Proc:
+    """Run the hooks of ``event`` one at a time (helm/helm pkg/action/hooks.go execHook).
+
+    Returns the error (None on success). Each hook gets the full timeout; hook waits ignore
+    disableWait and disableWaitForJobs (helm-controller internal/action/wait.go WatchUntilReady).
+    """
+    sim = ctx.sim
+    executing = hook_order(hooks, event)
+    for hook in executing:
+        assert hook.hook is not None
+        policies = hook.hook.delete_policies or ("before-hook-creation",)
+        ev = sim.log(ctx.actor, "hook-start", hook.ref, f"{event} hook {hook.ref} (weight {hook.hook.weight})", cause=cause, event=event)
+        if "before-hook-creation" in policies and hook.kind != "CustomResourceDefinition":
+            if sim.store.delete(hook.kind, hook.namespace, hook.name, actor=ctx.actor, cause=ev.id, grace=_grace(sim, hook)):
+                err = yield from wait_deleted(ctx, [hook], opts.timeout)
+                if err:
+                    return err
+        run = HookRun(name=hook.name, kind=hook.kind, started_at=sim.now)
+        rel.hook_runs.append(run)
+        err = yield from _apply_hook(ctx, hook, rel, opts.server_side, ev.id)
+        if err:
+            run.phase, run.completed_at = "Failed", sim.now
+            # helm/helm pkg/action/hooks.go: create errors are wrapped so
+            return f"warning: Hook {event} {hook.source.path} failed: {err}"
+        err = yield from wait_for(ctx, [hook], reader="hook", timeout=opts.timeout, fail_fast=False, what=hook.ref, cause=ev.id)
+        run.completed_at = sim.now
+        if err:
+            run.phase = "Failed"
+            sim.log(ctx.actor, "hook-failed", hook.ref, err, cause=ev.id, event=event)
+            if "hook-failed" in policies:
+                _delete_hook(ctx, hook, ev.id)
+            for earlier in executing[: executing.index(hook)]:
+                assert earlier.hook is not None
+                if "hook-succeeded" in (earlier.hook.delete_policies or ()):
+                    _delete_hook(ctx, earlier, ev.id)
+            return err
+        run.phase = "Succeeded"
+        sim.log(ctx.actor, "hook-succeeded", hook.ref, f"{event} hook {hook.ref} succeeded", cause=ev.id, event=event)
+    for hook in reversed(executing):
+        assert hook.hook is not None
+        if "hook-succeeded" in (hook.hook.delete_policies or ()):
+            _delete_hook(ctx, hook, cause)
+    return None
+
+
+def _delete_hook(ctx: HelmContext, hook: Resource, cause: int | None) -> None:
+    if hook.kind == "CustomResourceDefinition":
+        return  # pkg/action/hooks.go deleteHookByPolicy: never delete CRDs
+    ctx.sim.store.delete(hook.kind, hook.namespace, hook.name, actor=ctx.actor, cause=cause, grace=_grace(ctx.sim, hook))
+
+
+def _grace(sim: Simulation, res: Resource) -> float:
+    return sim.pod_grace(res.body) if res.kind == "Pod" else 0.0
+
+
+def _reader(opts: ActionOptions) -> str:
+    # helm-controller internal/action/wait.go: WaitWithJobs adds Flux's Job reader
+    return "flux-wait-jobs" if opts.wait_for_jobs else "flux-wait"
+
+
+def _wait_release(ctx: HelmContext, resources: Sequence[Resource], opts: ActionOptions, what: str, cause: int | None) -> Proc:
+    if opts.wait == "hookOnly":
+        ctx.sim.log(ctx.actor, "wait-skipped", what, "disableWait: the release wait is skipped (hookOnly)", cause=cause)
+        return None
+    err = yield from wait_for(ctx, resources, reader=_reader(opts), timeout=opts.timeout, fail_fast=True, what=what, cause=cause)
+    return err
+
+
+# --- install -------------------------------------------------------------------------------------
+def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
+    """``helm install`` (helm/helm pkg/action/install.go RunWithContext)."""
+    sim = ctx.sim
+    history = ctx.storage.history(spec.namespace, spec.name)
+    revision = (history[-1].revision + 1) if history else 1
+    rel = Release(
+        name=spec.name, namespace=spec.namespace, revision=revision, chart=spec.chart,
+        status="pending-install", manifest=tuple(manifest_order(spec.manifest)),
+        hooks=tuple(spec.hooks), description="Initial install underway",
+        apply_method="ssa" if opts.server_side else "csa",
+        first_deployed=sim.now, last_deployed=sim.now,
+    )
+    ctx.storage.add(rel)
+    start = sim.log(ctx.actor, "action-start", rel.id, f"install {rel.id} ({spec.chart})", action="install")
+    if spec.crds:
+        err = yield from _install_crds(ctx, spec.crds, opts, start.id)
+        if err:
+            return _fail(ctx, rel, err, "install", start.id)
+    if not opts.disable_hooks:
+        err = yield from exec_hooks(ctx, rel, spec.hooks, "pre-install", opts, start.id)
+        if err:
+            return _fail(ctx, rel, f"failed pre-install: {err}", "install", start.id)
+    errors: list[str] = []
+    for kind, group in kind_groups(list(rel.manifest)):
+        ev = sim.log(ctx.actor, "apply-group", kind, f"creating {len(group)} {kind}", cause=start.id, kind=kind, count=len(group))
+        errors += yield from _create_group(ctx, group, rel, opts, ev.id)
+    if errors:
+        return _fail(ctx, rel, " && ".join(errors), "install", start.id)
+    err = yield from _wait_release(ctx, rel.manifest, opts, rel.id, start.id)
+    if err:
+        return _fail(ctx, rel, err, "install", start.id)
+    if not opts.disable_hooks:
+        err = yield from exec_hooks(ctx, rel, spec.hooks, "post-install", opts, start.id)
+        if err:
+            return _fail(ctx, rel, f"failed post-install: {err}", "install", start.id)
+    rel.status, rel.description = "deployed", "Install complete"
+    done = sim.log(ctx.actor, "release", rel.id, f"{rel.id} deployed: Install complete", cause=start.id, status="deployed")
+    return ActionResult("install", True, rel, trace_id=done.id)
+
+
+def _install_crds(ctx: HelmContext, crds: Sequence[Resource], opts: ActionOptions, cause: int) -> Proc:
+    """helm-controller applies crds/ itself before the install (internal/action/crds.go, policy Create)."""
+    sim = ctx.sim
+    created: list[Resource] = []
+    for crd in crds:
+        yield sim.sleep(sim.latency("api_write"))
+        if sim.store.get(crd.kind, None, crd.name) is not None:
+            continue  # Create policy: an existing CRD is left alone
+        try:
+            sim.store.create(copy.deepcopy(crd.body), actor="helm-controller", cause=cause)
+            created.append(crd)
+        except ApiError as err:
+            return err.message
+    if created and opts.wait != "hookOnly":
+        err = yield from wait_for(ctx, created, reader="flux-wait", timeout=CRD_WAIT, fail_fast=True, what="crds", cause=cause)
+        return err
+    return None
+
+
+def _fail(ctx: HelmContext, rel: Release, err: str, action: str, cause: int | None) -> ActionResult:
+    rel.status = "failed"
+    # helm/helm pkg/action/install.go failRelease / upgrade.go: descriptions
+    rel.description = f'Release "{rel.name}" failed: {err}' if action == "install" else f'Upgrade "{rel.name}" failed: {err}'
+    ev = ctx.sim.log(ctx.actor, "release", rel.id, f"{rel.id} failed: {err}", cause=cause, status="failed", error=err)
+    return ActionResult(action, False, rel, err, trace_id=ev.id)
+
+
+# --- upgrade -------------------------------------------------------------------------------------
+def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
+    """``helm upgrade`` (helm/helm pkg/action/upgrade.go; pkg/kube/client.go update)."""
+    sim = ctx.sim
+    current = ctx.storage.deployed(spec.namespace, spec.name) or ctx.storage.last(spec.namespace, spec.name)
+    if current is None:
+        return ActionResult("upgrade", False, None, f'"{spec.name}" has no deployed releases')
+    last = ctx.storage.last(spec.namespace, spec.name)
+    assert last is not None
+    if last.status.startswith("pending-"):
+        # helm/helm pkg/action/upgrade.go: errPending
+        return ActionResult("upgrade", False, None, "another operation (install/upgrade/rollback) is in progress")
+    rel = Release(
+        name=spec.name, namespace=spec.namespace, revision=last.revision + 1, chart=spec.chart,
+        status="pending-upgrade", manifest=tuple(manifest_order(spec.manifest)), hooks=tuple(spec.hooks),
+        description="Preparing upgrade", apply_method=current.apply_method,
+        first_deployed=current.first_deployed, last_deployed=sim.now,
+    )
+    ctx.storage.add(rel)
+    start = sim.log(ctx.actor, "action-start", rel.id, f"upgrade {rel.id} ({spec.chart})", action="upgrade")
+    if not opts.disable_hooks:
+        err = yield from exec_hooks(ctx, rel, spec.hooks, "pre-upgrade", opts, start.id)
+        if err:
+            return _fail(ctx, rel, f"pre-upgrade hooks failed: {err}", "upgrade", start.id)
+    err = yield from update(ctx, current, rel, server_side=rel.apply_method == "ssa", cause=start.id)
+    if err:
+        return _fail(ctx, rel, err, "upgrade", start.id)
+    err = yield from _wait_release(ctx, rel.manifest, opts, rel.id, start.id)
+    if err:
+        return _fail(ctx, rel, err, "upgrade", start.id)
+    if not opts.disable_hooks:
+        err = yield from exec_hooks(ctx, rel, spec.hooks, "post-upgrade", opts, start.id)
+        if err:
+            return _fail(ctx, rel, f"post-upgrade hooks failed: {err}", "upgrade", start.id)
+    current.status = "superseded"
+    rel.status, rel.description = "deployed", "Upgrade complete"
+    done = sim.log(ctx.actor, "release", rel.id, f"{rel.id} deployed: Upgrade complete", cause=start.id, status="deployed")
+    return ActionResult("upgrade", True, rel, trace_id=done.id)
+
+
+def update(ctx: HelmContext, original: Release, target: Release, *, server_side: bool, cause: int | None) -> Proc:
+    """Walk the target one object at a time; create or patch; then delete what left the chart.
+
+    helm/helm pkg/kube/client.go update: patch errors collected (joined " && "), a create error
+    stops the walk, deletes only when nothing failed, skipping live objects with resource-policy
+    keep. Returns the error text or None.
+    """
+    sim = ctx.sim
+    old_by_key = {r.key: r for r in original.manifest}
+    errors: list[str] = []
+    for res in target.manifest:
+        yield sim.sleep(sim.latency("api_write"))
+        live = sim.store.get(res.kind, res.namespace, res.name)
+        obj = to_object(res, target.name, target.namespace)
+        if live is None:
+            try:
+                sim.store.create(obj, actor=ctx.actor, cause=cause)
+            except ApiError as err:
+                sim.log(ctx.actor, "apply-error", res.ref, err.message, cause=cause)
+                return err.message
+            continue
+        old = old_by_key.get(res.key)
+        problems = immutable.violations(
+            old.body if old else live, res.body, live=live, server_side=server_side,
+            kube_version=getattr(sim.profile, "kubernetes_version", None), namespace=res.namespace,
+        )
+        if problems:
+            for p in problems:
+                sim.log(ctx.actor, "apply-error", res.ref, p, cause=cause)
+            errors.extend(problems)
+            continue
+        sim.store.apply(obj, actor=ctx.actor, cause=cause)
+    if errors:
+        return " && ".join(errors)
+    new_keys = {r.key for r in target.manifest}
+    for res in original.manifest:
+        if res.key in new_keys:
+            continue
+        live = sim.store.get(res.kind, res.namespace, res.name)
+        if live is None:
+            continue
+        if ((live.get("metadata") or {}).get("annotations") or {}).get("helm.sh/resource-policy") == "keep":
+            sim.log(ctx.actor, "kept", res.ref, f"{res.ref} kept (helm.sh/resource-policy: keep)", cause=cause)
+            continue
+        sim.store.delete(res.kind, res.namespace, res.name, actor=ctx.actor, cause=cause, grace=_grace(sim, res))
+    return None
+
+
+# --- rollback and uninstall ----------------------------------------------------------------------
+def rollback(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions) -> Proc:
+    """``helm rollback`` to the previous deployed-or-superseded revision (pkg/action/rollback.go)."""
+    sim = ctx.sim
+    history = ctx.storage.history(namespace, name)
+    if len(history) < 2:
+        return ActionResult("rollback", False, None, f'release "{name}" has no previous revision')
+    current = history[-1]
+    target_rev = next((r for r in reversed(history[:-1]) if r.status in ("deployed", "superseded")), None)
+    if target_rev is None:
+        return ActionResult("rollback", False, None, "no revision to roll back to")
+    rel = Release(
+        name=name, namespace=namespace, revision=current.revision + 1, chart=target_rev.chart,
+        status="pending-rollback", manifest=target_rev.manifest, hooks=target_rev.hooks,
+        description=f"Rollback to {target_rev.revision}", apply_method=current.apply_method,
+        first_deployed=target_rev.first_deployed, last_deployed=sim.now,
+    )
+    ctx.storage.add(rel)
+    start = sim.log(ctx.actor, "action-start", rel.id, f"rollback {namespace}/{name} to revision {target_rev.revision}", action="rollback")
+    if not opts.disable_hooks:
+        err = yield from exec_hooks(ctx, rel, rel.hooks, "pre-rollback", opts, start.id)
+        if err:
+            return ActionResult("rollback", False, rel, err)  # record stays pending-rollback
+    err = yield from update(ctx, current, rel, server_side=rel.apply_method == "ssa", cause=start.id)
+    if not err:
+        err = yield from _wait_release(ctx, rel.manifest, opts, rel.id, start.id)
+    if err:
+        rel.status, rel.description = "failed", f"Rollback \"{name}\" failed: {err}"
+        sim.log(ctx.actor, "release", rel.id, f"{rel.id} failed: {err}", cause=start.id, status="failed", error=err)
+        return ActionResult("rollback", False, rel, f"release {name} failed: {err}")
+    if not opts.disable_hooks:
+        err = yield from exec_hooks(ctx, rel, rel.hooks, "post-rollback", opts, start.id)
+        if err:
+            return ActionResult("rollback", False, rel, err)
+    for old in history:
+        if old.status == "deployed":
+            old.status = "superseded"
+    current.status = "superseded" if current.status != "failed" else "failed"
+    rel.status = "deployed"
+    done = sim.log(ctx.actor, "release", rel.id, f"{rel.id} deployed: Rollback to {target_rev.revision}", cause=start.id, status="deployed")
+    return ActionResult("rollback", True, rel, trace_id=done.id, rollback_to=target_rev.revision)
+
+
+def uninstall(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions, *, keep_history: bool = False) -> Proc:
+    """``helm uninstall`` (pkg/action/uninstall.go): pre-delete hooks, deletes in UninstallOrder."""
+    from helmsim.helm.order import UNINSTALL_ORDER_V4
+
+    sim = ctx.sim
+    rel = ctx.storage.last(namespace, name)
+    if rel is None:
+        return ActionResult("uninstall", False, None, f"uninstall: Release not loaded: {name}: release: not found")
+    rel.status = "uninstalling"
+    start = sim.log(ctx.actor, "action-start", rel.id, f"uninstall {rel.id}", action="uninstall")
+    if not opts.disable_hooks:
+        err = yield from exec_hooks(ctx, rel, rel.hooks, "pre-delete", opts, start.id)
+        if err:
+            return ActionResult("uninstall", False, rel, err)
+    to_delete: list[Resource] = []
+    yield sim.sleep(sim.latency("api_write"))
+    for res in manifest_order(list(rel.manifest), UNINSTALL_ORDER_V4):
+        # helm/helm pkg/action/resource_policy.go filterManifestsToKeep: lowercased, trimmed; any
+        # other non-empty value is neither deleted nor listed
+        policy = res.annotations.get("helm.sh/resource-policy", "").strip().lower()
+        if policy:
+            if policy == "keep":
+                sim.log(ctx.actor, "kept", res.ref, f"{res.ref} kept due to the resource policy", cause=start.id)
+            continue
+        to_delete.append(res)
+        sim.store.delete(res.kind, res.namespace, res.name, actor=ctx.actor, cause=start.id, grace=_grace(sim, res))
+    if opts.wait != "hookOnly":
+        err = yield from wait_deleted(ctx, to_delete, opts.timeout)
+        if err:
+            return ActionResult("uninstall", False, rel, err)
+    if not opts.disable_hooks:
+        yield from exec_hooks(ctx, rel, rel.hooks, "post-delete", opts, start.id)
+    rel.status, rel.description = "uninstalled", "Uninstallation complete"
+    if not keep_history:
+        ctx.storage.purge(namespace, name)
+    done = sim.log(ctx.actor, "release", rel.id, f"{rel.id} uninstalled", cause=start.id, status="uninstalled")
+    return ActionResult("uninstall", True, rel, trace_id=done.id)

@@ -1,0 +1,84 @@
+"""Helm release records and their storage (the Secrets `sh.helm.release.v1.*` in a real cluster)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from helmsim.manifests import Resource
+
+# helm/helm pkg/release/v1/status.go (same in v3)
+ReleaseStatus = Literal[
+    "unknown",
+    "deployed",
+    "uninstalled",
+    "superseded",
+    "failed",
+    "uninstalling",
+    "pending-install",
+    "pending-upgrade",
+    "pending-rollback",
+]
+
+
+@dataclass
+class HookRun:
+    """``HookExecution``: when a hook ran and how it ended (Unknown, Running, Succeeded, Failed)."""
+
+    name: str
+    kind: str
+    started_at: float
+    completed_at: float | None = None
+    phase: str = "Running"
+
+
+@dataclass
+class Release:
+    """One revision of a release."""
+
+    name: str
+    namespace: str
+    revision: int
+    chart: str
+    status: ReleaseStatus
+    manifest: tuple[Resource, ...]
+    hooks: tuple[Resource, ...]
+    description: str = ""
+    apply_method: Literal["csa", "ssa"] = "ssa"
+    hook_runs: list[HookRun] = field(default_factory=list)
+    first_deployed: float = 0.0
+    last_deployed: float = 0.0
+
+    @property
+    def id(self) -> str:
+        return f"{self.namespace}/{self.name}.v{self.revision}"
+
+
+class ReleaseStorage:
+    """Every revision of every release, in revision order."""
+
+    def __init__(self) -> None:
+        self._history: dict[tuple[str, str], list[Release]] = {}
+
+    def history(self, namespace: str, name: str) -> list[Release]:
+        return list(self._history.get((namespace, name), ()))
+
+    def add(self, rel: Release) -> None:
+        self._history.setdefault((rel.namespace, rel.name), []).append(rel)
+
+    def last(self, namespace: str, name: str) -> Release | None:
+        hist = self._history.get((namespace, name))
+        return hist[-1] if hist else None
+
+    def deployed(self, namespace: str, name: str) -> Release | None:
+        """The newest ``deployed`` revision (pkg/storage Deployed)."""
+        for rel in reversed(self._history.get((namespace, name), ())):
+            if rel.status == "deployed":
+                return rel
+        return None
+
+    def purge(self, namespace: str, name: str) -> None:
+        self._history.pop((namespace, name), None)
+
+    def all(self) -> list[Release]:
+        return [r for key in sorted(self._history) for r in self._history[key]]

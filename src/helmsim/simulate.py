@@ -1,0 +1,406 @@
+"""The whole prediction: render each HelmRelease's chart, build the cluster, run helm-controller.
+
+Pipeline (docs/simulate.md): inputs → render (Helm engine, profile capabilities) → cluster
+(engine + controllers) → one helm-controller reconciler per HelmRelease → outcomes + trace.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from helmsim import render, yamlio
+from helmsim.cluster.cluster import build_cluster
+from helmsim.cluster.engine import Simulation
+from helmsim.cluster.profile import ClusterProfile
+from helmsim.cluster.trace import Trace
+from helmsim.errors import InputError
+from helmsim.flux.helmrelease import HelmRelease
+from helmsim.flux.reconcile import Reconciler, ReleaseState
+from helmsim.helm import actions
+from helmsim.helm.actions import ActionOptions, ChartRelease, HelmContext
+from helmsim.helm.release import ReleaseStorage
+from helmsim.inputs import load_release
+from helmsim.manifests import Resource
+
+Outcome = Literal["Ready", "Failed", "Stalled", "Blocked", "Progressing"]
+
+DEFAULT_HORIZON = 3600.0
+UNMAPPED_READY_AFTER = 60.0
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """A local chart (directory, .tgz or rendered YAML) and the values the user adds on top."""
+
+    path: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReleaseInput:
+    """One HelmRelease to simulate: its spec, its chart (None when unmapped) and an optional
+    previous chart/values to install first (``--upgrade-from``)."""
+
+    hr: HelmRelease
+    chart: ChartSource | None
+    previous: ChartSource | None = None
+    values_from: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReleaseOutcome:
+    """The prediction for one HelmRelease."""
+
+    name: str
+    namespace: str
+    release_name: str
+    target_namespace: str
+    profile: str
+    outcome: Outcome
+    ready: str
+    reason: str
+    message: str
+    attempts: int
+    helm_status: list[dict[str, Any]]
+    ready_at: float | None
+    simulated: bool
+    conditions: dict[str, dict[str, str]]
+    history: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "releaseName": self.release_name,
+            "targetNamespace": self.target_namespace,
+            "profile": self.profile,
+            "outcome": self.outcome,
+            "ready": self.ready,
+            "reason": self.reason,
+            "message": self.message,
+            "attempts": self.attempts,
+            "readyAt": None if self.ready_at is None else round(self.ready_at, 3),
+            "simulated": self.simulated,
+            "helmStatus": self.helm_status,
+            "conditions": self.conditions,
+            "history": self.history,
+        }
+
+
+@dataclass
+class SimulationResult:
+    """Outcomes per release, the final status of every release object, and the trace."""
+
+    profile: str
+    releases: list[ReleaseOutcome]
+    objects: list[dict[str, Any]]
+    trace: Trace
+    end_time: float
+    upgrade_start: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+# --- values --------------------------------------------------------------------------------------
+def values_from_refs(hr: HelmRelease, docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``spec.valuesFrom`` resolved from ConfigMaps/Secrets among ``docs`` (helm-controller
+    internal/chartutil/values.go ChartValuesFromReferences); a missing non-optional reference is
+    an error, as it fails the reconcile."""
+    values: dict[str, Any] = {}
+    for ref in hr.spec.values_from:
+        obj = next(
+            (
+                d
+                for d in docs
+                if d.get("kind") == ref.kind
+                and (d.get("metadata") or {}).get("name") == ref.name
+                and ((d.get("metadata") or {}).get("namespace") or hr.namespace) == hr.namespace
+            ),
+            None,
+        )
+        if obj is None:
+            if ref.optional:
+                continue
+            raise InputError(
+                f"HelmRelease {hr.ref}: could not find {ref.kind} '{hr.namespace}/{ref.name}' "
+                "for valuesFrom (add it to the input tree or mark the reference optional)",
+                file=hr.source or None,
+            )
+        raw = _data_value(obj, ref.values_key)
+        if raw is None:
+            if ref.optional:
+                continue
+            raise InputError(
+                f"HelmRelease {hr.ref}: missing key '{ref.values_key}' in {ref.kind} '{hr.namespace}/{ref.name}'",
+                file=hr.source or None,
+            )
+        if ref.target_path:
+            values = render.merge_values(values, _at_path(ref.target_path, raw))
+            continue
+        parsed = yamlio.load_one(raw, f"{ref.kind}/{hr.namespace}/{ref.name}:{ref.values_key}")
+        if parsed is None:
+            continue
+        if not isinstance(parsed, dict):
+            raise InputError(f"HelmRelease {hr.ref}: values in {ref.kind} '{ref.name}' are not a mapping")
+        values = render.merge_values(values, parsed)
+    return values
+
+
+def _data_value(obj: Mapping[str, Any], key: str) -> str | None:
+    if obj.get("kind") == "Secret":
+        if key in (obj.get("stringData") or {}):
+            return str(obj["stringData"][key])
+        encoded = (obj.get("data") or {}).get(key)
+        return None if encoded is None else base64.b64decode(str(encoded)).decode("utf-8", "replace")
+    value = (obj.get("data") or {}).get(key)
+    return None if value is None else str(value)
+
+
+def _at_path(path: str, value: Any) -> dict[str, Any]:
+    out: Any = value
+    for part in reversed(path.split(".")):
+        out = {part: out}
+    return out
+
+
+# --- rendering -----------------------------------------------------------------------------------
+def _render(
+    hr: HelmRelease, source: ChartSource, profile: ClusterProfile, values_from: Mapping[str, Any], *, upgrade: bool
+) -> ChartRelease:
+    values = render.merge_values(render.merge_values(dict(values_from), hr.spec.values), source.values)
+    opts = render.RenderOptions(
+        release_name=hr.release_name,
+        namespace=hr.target_namespace,
+        values=values,
+        kube_version=profile.kubernetes_version,
+        api_versions=tuple(profile.helm_api_versions()),
+        is_upgrade=upgrade,
+        revision=2 if upgrade else 1,
+    )
+    rel = load_release(source.path, opts, include_crds=not upgrade)
+    parsed = rel.parse(hr.target_namespace)
+    chart = f"{rel.chart_name}@{rel.chart_version}" if rel.from_chart else hr.chart_name
+    return ChartRelease(
+        name=hr.release_name,
+        namespace=hr.target_namespace,
+        chart=chart,
+        resources=tuple(parsed.resources),
+        crds=tuple(rel.parse_crds().resources),
+    )
+
+
+# --- running -------------------------------------------------------------------------------------
+def simulate(
+    profile: ClusterProfile,
+    releases: Sequence[ReleaseInput],
+    *,
+    horizon: float = DEFAULT_HORIZON,
+    seed: int = 0,
+    sample_latencies: bool = False,
+    unmapped_ready_after: float = UNMAPPED_READY_AFTER,
+    overrides: Sequence[Any] = (),
+) -> SimulationResult:
+    """Run every HelmRelease on a fresh cluster of ``profile`` until all are Ready or Stalled,
+    or ``horizon`` simulated seconds pass."""
+    if not releases:
+        raise InputError("nothing to simulate: no HelmRelease and no chart")
+    rendered: dict[str, ChartRelease] = {}
+    previous: dict[str, ChartRelease] = {}
+    for r in releases:
+        if r.chart is not None:
+            rendered[r.hr.ref] = _render(r.hr, r.chart, profile, r.values_from, upgrade=r.previous is not None)
+            if r.previous is not None:
+                previous[r.hr.ref] = _render(r.hr, r.previous, profile, r.values_from, upgrade=False)
+    all_objects = [res.body for cr in (*rendered.values(), *previous.values()) for res in cr.resources]
+    sim = build_cluster(
+        profile,
+        seed=seed,
+        sample_latencies=sample_latencies,
+        release_objects=all_objects,
+        namespaces=_needed_namespaces(releases, [*rendered.values(), *previous.values()]),
+    )
+    sim.behaviour_overrides = list(overrides)  # type: ignore[attr-defined]
+    storage = ReleaseStorage()
+    ctx = HelmContext(sim, storage)
+    states: dict[str, ReleaseState] = {}
+    notes: list[str] = []
+    upgrade_start = 0.0
+    if previous:
+        upgrade_start = _install_previous(sim, ctx, releases, previous, states, horizon)
+        notes.append(f"previous releases installed; the upgrade starts at t={upgrade_start:g}s")
+    for r in releases:
+        if r.chart is None:
+            sim.process(_unmapped(sim, r.hr, states, unmapped_ready_after))
+            notes.append(
+                f"HelmRelease {r.hr.ref}: chart {r.hr.chart_name} is not mapped to a local chart "
+                f"(--chart {r.hr.chart_name}=PATH); modelled as Ready {unmapped_ready_after:g}s after "
+                "its dependencies are"
+            )
+            continue
+        chart = rendered[r.hr.ref]
+        reconciler = Reconciler(ctx, r.hr, lambda upgrade, c=chart: c, states)
+        sim.process(reconciler.run())
+    _run_until_settled(sim, releases, states, upgrade_start + horizon)
+    outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]
+    objects = _object_statuses(sim, rendered.values())
+    return SimulationResult(profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes)
+
+
+def _needed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartRelease]) -> set[str]:
+    """Namespaces assumed to exist already: those the HelmReleases and their objects use, except
+    those a release creates itself (a Namespace object in its manifest)."""
+    created = {res.name for cr in charts for res in cr.resources if res.kind == "Namespace"}
+    used = {r.hr.namespace for r in releases} | {r.hr.target_namespace for r in releases}
+    used |= {res.namespace for cr in charts for res in cr.resources if res.namespace}
+    return used - created
+
+
+def _install_previous(
+    sim: Simulation,
+    ctx: HelmContext,
+    releases: Sequence[ReleaseInput],
+    previous: Mapping[str, ChartRelease],
+    states: dict[str, ReleaseState],
+    horizon: float,
+) -> float:
+    """Install the previous revision of each release (no hooks skipped, poller wait)."""
+    done: dict[str, actions.ActionResult] = {}
+
+    def run(ref: str, chart: ChartRelease) -> Any:
+        result = yield from actions.install(ctx, chart, ActionOptions(timeout=300.0))
+        done[ref] = result
+
+    procs = [sim.process(run(ref, chart)) for ref, chart in previous.items()]
+    sim.env.run(until=sim.env.any_of([sim.env.all_of(procs), sim.env.timeout(horizon)]))
+    for ref, result in done.items():
+        if not result.ok:
+            raise InputError(f"the previous release of {ref} does not install cleanly: {result.error}")
+    for r in releases:
+        st = states.setdefault(r.hr.ref, ReleaseState())
+        st.set("Ready", "True", "InstallSucceeded", "previous release installed", sim.now)
+    # the upgrade is a new generation: dependents must see it Ready again
+    for r in releases:
+        if r.hr.ref in previous or r.chart is None:
+            states[r.hr.ref].set("Ready", "Unknown", "Progressing", "new generation", sim.now)
+    return sim.now
+
+
+def _unmapped(sim: Simulation, hr: HelmRelease, states: dict[str, ReleaseState], after: float) -> Any:
+    st = states.setdefault(hr.ref, ReleaseState())
+    while True:
+        blocked = next((d for d in hr.dependencies() if not (states.get(d) and states[d].ready)), None)
+        if blocked is None:
+            break
+        st.set("Ready", "False", "DependencyNotReady", f"dependency '{blocked}' is not ready", sim.now)
+        yield sim.sleep(30.0)
+    yield sim.sleep(after)
+    st.set("Ready", "True", "InstallSucceeded", f"not simulated: chart {hr.chart_name} is not mapped", sim.now)
+    st.ready_at = sim.now
+
+
+def _run_until_settled(
+    sim: Simulation, releases: Sequence[ReleaseInput], states: dict[str, ReleaseState], until: float
+) -> None:
+    """Advance in steps until every release is Ready or Stalled (or blocked by a Stalled one)."""
+    step = 5.0
+    while sim.now < until:
+        sim.run(until=min(until, sim.now + step))
+        if all(_settled(r.hr, states) for r in releases):
+            return
+        if not sim.env._queue:  # nothing left to happen
+            return
+
+
+def _settled(hr: HelmRelease, states: dict[str, ReleaseState]) -> bool:
+    st = states.get(hr.ref)
+    if st is None:
+        return False
+    if st.ready or st.stalled:
+        return True
+    return any(states.get(d) is not None and states[d].stalled for d in hr.dependencies())
+
+
+def _outcome(
+    r: ReleaseInput,
+    states: dict[str, ReleaseState],
+    storage: ReleaseStorage,
+    profile: str,
+    chart: ChartRelease | None,
+) -> ReleaseOutcome:
+    st = states.get(r.hr.ref) or ReleaseState()
+    ready = st.get("Ready")
+    if st.stalled:
+        outcome: Outcome = "Stalled"
+    elif st.ready:
+        outcome = "Ready"
+    elif ready is not None and ready.reason == "DependencyNotReady":
+        outcome = "Blocked"
+    elif ready is not None and ready.status == "False":
+        outcome = "Failed"
+    else:
+        outcome = "Progressing"
+    stalled = st.get("Stalled")
+    reason = stalled.reason if stalled else (ready.reason if ready else "")
+    message = ready.message if ready else ""
+    if stalled and ready:
+        message = ready.message
+    history = storage.history(r.hr.target_namespace, r.hr.release_name)
+    return ReleaseOutcome(
+        name=r.hr.name,
+        namespace=r.hr.namespace,
+        release_name=r.hr.release_name,
+        target_namespace=r.hr.target_namespace,
+        profile=profile,
+        outcome=outcome,
+        ready=ready.status if ready else "Unknown",
+        reason=reason,
+        message=message,
+        attempts=st.attempts,
+        helm_status=[
+            {"revision": h.revision, "status": h.status, "chart": h.chart, "description": h.description}
+            for h in history
+        ],
+        ready_at=st.ready_at,
+        simulated=chart is not None,
+        conditions={
+            k: {"status": c.status, "reason": c.reason, "message": c.message}
+            for k, c in sorted(st.conditions.items())
+        },
+        history=[dict(h) for h in st.history],
+    )
+
+
+def _object_statuses(sim: Simulation, charts: Sequence[ChartRelease] | Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    for chart in charts:
+        for res in chart.resources:
+            if res.key in seen:
+                continue
+            seen.add(res.key)
+            out.append(_object_status(sim, res))
+    return out
+
+
+def _object_status(sim: Simulation, res: Resource) -> dict[str, Any]:
+    result = actions.live_status(sim, res, "flux-wait-jobs")
+    return {
+        "kind": res.kind,
+        "namespace": res.namespace,
+        "name": res.name,
+        "hook": res.is_hook,
+        "status": result.status.value,
+        "message": result.message,
+    }
+
+
+__all__ = [
+    "ChartSource",
+    "ReleaseInput",
+    "ReleaseOutcome",
+    "SimulationResult",
+    "simulate",
+    "values_from_refs",
+]
