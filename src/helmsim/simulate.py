@@ -101,6 +101,8 @@ class SimulationResult:
     end_time: float
     upgrade_start: float = 0.0
     notes: list[str] = field(default_factory=list)
+    sim: Simulation | None = None
+    """The finished simulation (store, trace), for programmatic inspection."""
 
 
 # --- values --------------------------------------------------------------------------------------
@@ -201,9 +203,17 @@ def simulate(
     sample_latencies: bool = False,
     unmapped_ready_after: float = UNMAPPED_READY_AFTER,
     overrides: Sequence[Any] = (),
+    faults: Any = None,
+    setup: Any = None,
 ) -> SimulationResult:
     """Run every HelmRelease on a fresh cluster of ``profile`` until all are Ready or Stalled,
-    or ``horizon`` simulated seconds pass."""
+    or ``horizon`` simulated seconds pass.
+
+    ``overrides`` are behaviour overrides (``helmsim.cluster.behaviour.BehaviourOverride``),
+    ``faults`` an object with the ``helmsim.cluster.behaviour.Faults`` methods, and ``setup`` a
+    callable run on the fresh ``Simulation`` before any release is applied (e.g. to schedule
+    fault events such as an apiserver outage).
+    """
     if not releases:
         raise InputError("nothing to simulate: no HelmRelease and no chart")
     rendered: dict[str, ChartRelease] = {}
@@ -222,6 +232,9 @@ def simulate(
         namespaces=_needed_namespaces(releases, [*rendered.values(), *previous.values()]),
     )
     sim.behaviour_overrides = list(overrides)  # type: ignore[attr-defined]
+    sim.faults = faults  # type: ignore[attr-defined]
+    if setup is not None:
+        setup(sim)
     storage = ReleaseStorage()
     ctx = HelmContext(sim, storage)
     states: dict[str, ReleaseState] = {}
@@ -245,7 +258,7 @@ def simulate(
     _run_until_settled(sim, releases, states, upgrade_start + horizon)
     outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]
     objects = _object_statuses(sim, rendered.values())
-    return SimulationResult(profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes)
+    return SimulationResult(profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes, sim)
 
 
 def _needed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartRelease]) -> set[str]:
