@@ -137,6 +137,11 @@ class Reconciler:
                 return outcome
             requeues += 1
             delay = min(REQUEUE_MAX, REQUEUE_MIN * 2 ** (requeues - 1))
+            if outcome == "retry":
+                # internal/reconcile/atomic_release.go: RetryOnFailure → RequeueAfter retryInterval
+                kind = self.state.last_attempted_action or "install"
+                delay = getattr(self.hr.spec, kind).strategy.retry_interval
+                self._mark("Reconciling", "True", "ProgressingWithRetry", f"retrying after {go_duration(delay)}")
             self._log("requeue", f"requeue after {delay:g}s", delay=delay)
             yield sim.sleep(delay)
 
@@ -213,6 +218,8 @@ class Reconciler:
                 return "requeue"
             if result.ok:
                 return "done"
+            if getattr(self.hr.spec, action).strategy.name == "RetryOnFailure":
+                return "retry"
 
     def _run_action(self, action: str, ns: str, name: str) -> Proc:
         st = self.state

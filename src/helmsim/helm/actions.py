@@ -313,8 +313,53 @@ def _wait_release(ctx: HelmContext, resources: Sequence[Resource], opts: ActionO
     if opts.wait == "hookOnly":
         ctx.sim.log(ctx.actor, "wait-skipped", what, "disableWait: the release wait is skipped (hookOnly)", cause=cause)
         return None
+    if opts.wait == "legacy":
+        err = yield from wait_legacy(ctx, resources, opts, what, cause)
+        return err
     err = yield from wait_for(ctx, resources, reader=_reader(opts), timeout=opts.timeout, fail_fast=True, what=what, cause=cause)
     return err
+
+
+LEGACY_POLL_INTERVAL = 2.0  # helm/helm pkg/kube/wait.go: PollUntilContextCancel(ctx, 2*time.Second, …)
+LEGACY_RETRIES = 30  # pkg/kube/wait.go: waitRetries
+
+
+def wait_legacy(ctx: HelmContext, resources: Sequence[Resource], opts: ActionOptions, what: str, cause: int | None) -> Proc:
+    """Helm's legacy waiter: every 2 s, stop at the first object not ready; ``context deadline
+    exceeded`` at the timeout; a readiness error is retried up to 30 times in a row."""
+    from helmsim.helm.legacy_ready import is_ready
+
+    sim = ctx.sim
+    deadline = sim.now + opts.timeout
+    errors: dict[tuple[str, str, str, str], int] = {}
+    start = sim.log(ctx.actor, "wait-start", what, f"waiting for {len(resources)} objects (legacy, timeout {opts.timeout:g}s)", cause=cause)
+    while True:
+        pending: Resource | None = None
+        for res in resources:
+            live = sim.store.get(res.kind, res.namespace, res.name)
+            if live is None:
+                pending = res
+                break
+            verdict = is_ready(live, lambda kind, ns: sim.store.list(kind, ns), check_jobs=opts.wait_for_jobs)
+            if verdict.error:
+                errors[res.key] = errors.get(res.key, 0) + 1
+                if errors[res.key] > LEGACY_RETRIES:
+                    sim.log(ctx.actor, "wait-end", what, verdict.error, cause=start.id, error=verdict.error)
+                    return verdict.error
+                pending = res
+                break
+            errors.pop(res.key, None)
+            if not verdict.ready:
+                pending = res
+                break
+        if pending is None:
+            sim.log(ctx.actor, "wait-end", what, "all resources are ready", cause=start.id)
+            return None
+        if sim.now >= deadline:
+            err = "context deadline exceeded"
+            sim.log(ctx.actor, "wait-end", what, f"{err} (waiting for {pending.ref})", cause=start.id, error=err)
+            return err
+        yield sim.sleep(min(LEGACY_POLL_INTERVAL, deadline - sim.now))
 
 
 # --- install -------------------------------------------------------------------------------------
