@@ -265,6 +265,26 @@ class Store:
             fn(event, obj)
 
 
+def merged_for_apply(
+    live: Mapping[str, Any], applied: Mapping[str, Any], previous: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """What ``live`` would become if ``applied`` were applied over it by a manager whose last
+    applied config was ``previous`` (without writing; status and server metadata kept)."""
+    merged = _ssa_merge(
+        copy.deepcopy(dict(live)),
+        _strip_server_fields(copy.deepcopy(dict(applied))),
+        _strip_server_fields(copy.deepcopy(dict(previous))) if previous else {},
+    )
+    if "status" in live:
+        merged["status"] = live["status"]
+    return merged
+
+
+def spec_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Equal apart from metadata and status."""
+    return _without_meta(a) == _without_meta(b)
+
+
 _LIST_KEYS = ("name", "port", "containerPort", "mountPath", "devicePath", "key", "type", "ip")
 
 

@@ -17,7 +17,7 @@ import simpy
 from helmsim import kstatus
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.selectors import matches_selector
-from helmsim.cluster.store import ApiError
+from helmsim.cluster.store import ApiError, merged_for_apply, spec_equal
 from helmsim.helm import immutable
 from helmsim.helm.order import hook_order, kind_groups, manifest_order
 from helmsim.helm.release import HookRun, Release, ReleaseStorage
@@ -492,10 +492,15 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
                 return err.message
             continue
         old = old_by_key.get(res.key)
-        problems = immutable.violations(
-            old.body if old else live, res.body, live=live, server_side=server_side,
-            kube_version=getattr(sim.profile, "kubernetes_version", None), namespace=res.namespace,
-        )
+        # What the patch changes: the target over the live object, with what the previous
+        # manifest set but the target drops removed (pkg/kube/client.go createPatch: three-way).
+        merged = merged_for_apply(live, obj, to_object(old, original.name, original.namespace) if old else None)
+        problems: list[str] = []
+        if not spec_equal(merged, live):
+            problems = immutable.violations(
+                live, merged, live=live, server_side=server_side,
+                kube_version=getattr(sim.profile, "kubernetes_version", None), namespace=res.namespace,
+            )
         if problems:
             for p in problems:
                 sim.log(ctx.actor, "apply-error", res.ref, p, cause=cause)
