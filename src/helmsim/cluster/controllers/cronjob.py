@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from helmsim.cluster.controllers.job import job_finished
 from helmsim.cluster.controllers.workloads import (
     KeyedQueue,
+    enqueue_owner,
     controller_ref,
     sim_seconds,
     trigger_cause,
@@ -188,21 +189,7 @@ class CronJobController(Controller):
         self.queue = KeyedQueue(sim, self._sync)
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
-        sync = self.sim.latency("controller_sync")
-        if obj.get("kind") == "CronJob":
-            if event != "DELETED":
-                meta = obj["metadata"]
-                self.queue.add_after(
-                    (meta.get("namespace") or "", meta["name"]), sync, trigger_cause(self.sim, obj)
-                )
-            return
-        ref = controller_ref(obj)
-        if ref is not None and ref.get("kind") == "CronJob":
-            self.queue.add_after(
-                (obj["metadata"].get("namespace") or "", ref["name"]),
-                sync,
-                trigger_cause(self.sim, obj),
-            )
+        enqueue_owner(self.sim, self.queue, "CronJob", event, obj)
 
     def _zone(self, cj: Mapping[str, Any]) -> tzinfo | None:
         tz = (cj.get("spec") or {}).get("timeZone")

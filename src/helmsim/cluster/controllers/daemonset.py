@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.workloads import (
     KeyedQueue,
+    delete_owned_pod,
     controller_ref,
     generate_name,
     int_or_percent,
@@ -302,18 +303,7 @@ class DaemonSetController(Controller):
         )
 
     def _delete(self, ds: dict[str, Any], pod: dict[str, Any], cause: int | None) -> None:
-        m = pod["metadata"]
-        self.store.delete(
-            "Pod",
-            m.get("namespace"),
-            m["name"],
-            actor=ACTOR,
-            cause=cause,
-            grace=self.sim.pod_grace(pod),
-        )
-        self.store.record_event(
-            ds, "Normal", "SuccessfulDelete", f"Deleted pod: {m['name']}", source=ACTOR, cause=cause
-        )
+        delete_owned_pod(self, ds, pod, f"Deleted pod: {pod['metadata']['name']}", cause)
 
     def _write_status(
         self, ds: dict[str, Any], eligible: set[str], rev: str, min_ready: int, cause: int | None

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.workloads import (
     KeyedQueue,
+    delete_owned_pod,
+    enqueue_owner,
     controller_ref,
     is_pod_available,
     is_pod_ready,
@@ -77,18 +79,7 @@ class StatefulSetController(Controller):
         self.queue = KeyedQueue(sim, self._sync)
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
-        sync = self.sim.latency("controller_sync")
-        if obj.get("kind") == "StatefulSet":
-            if event != "DELETED":
-                meta = obj["metadata"]
-                self.queue.add_after(
-                    (meta.get("namespace") or "", meta["name"]), sync, trigger_cause(self.sim, obj)
-                )
-            return
-        ref = controller_ref(obj)
-        if ref is not None and ref.get("kind") == "StatefulSet":
-            ns = obj["metadata"].get("namespace") or ""
-            self.queue.add_after((ns, ref["name"]), sync, trigger_cause(self.sim, obj))
+        enqueue_owner(self.sim, self.queue, "StatefulSet", event, obj)
 
     def _sync(self, key: Key, cause: int | None) -> None:
         sts = self.store.get("StatefulSet", *key)
@@ -284,23 +275,10 @@ class StatefulSetController(Controller):
         )
 
     def _delete(self, sts: dict[str, Any], pod: dict[str, Any], cause: int | None) -> None:
-        m = pod["metadata"]
-        self.store.delete(
-            "Pod",
-            m.get("namespace"),
-            m["name"],
-            actor=ACTOR,
-            cause=cause,
-            grace=self.sim.pod_grace(pod),
-        )
-        self.store.record_event(
-            sts,
-            "Normal",
-            "SuccessfulDelete",
-            f"delete Pod {m['name']} in StatefulSet {sts['metadata']['name']} successful",
-            source=ACTOR,
-            cause=cause,
-        )
+        # stateful_pod_control.go recordPodEvent
+        name = pod["metadata"]["name"]
+        message = f"delete Pod {name} in StatefulSet {sts['metadata']['name']} successful"
+        delete_owned_pod(self, sts, pod, message, cause)
 
     def _write_status(
         self,

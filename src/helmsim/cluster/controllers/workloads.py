@@ -281,6 +281,34 @@ def trigger_cause(sim: Simulation, obj: Mapping[str, Any]) -> int | None:
     return last.id if last.obj == ref_of(obj) else None
 
 
+def enqueue_owner(
+    sim: Simulation, queue: KeyedQueue, owner_kind: str, event: str, obj: Mapping[str, Any]
+) -> None:
+    """The shared watch rule of owner controllers: sync an ``owner_kind`` object when it changes
+    (not when deleted), and its controller when one of its dependents changes (client-go
+    informer handlers resolving the controllerRef, e.g. pkg/controller/statefulset addPod)."""
+    sync = sim.latency("controller_sync")
+    meta = obj["metadata"]
+    if obj.get("kind") == owner_kind:
+        if event != "DELETED":
+            queue.add_after((meta.get("namespace") or "", meta["name"]), sync, trigger_cause(sim, obj))
+        return
+    ref = controller_ref(obj)
+    if ref is not None and ref.get("kind") == owner_kind:
+        queue.add_after((meta.get("namespace") or "", ref["name"]), sync, trigger_cause(sim, obj))
+
+
+def delete_owned_pod(
+    ctrl: Any, owner: Mapping[str, Any], pod: Mapping[str, Any], message: str, cause: int | None
+) -> None:
+    """Delete ``pod`` with its grace period and record SuccessfulDelete on ``owner``."""
+    m = pod["metadata"]
+    ctrl.store.delete(
+        "Pod", m.get("namespace"), m["name"], actor=ctrl.name, cause=cause, grace=ctrl.sim.pod_grace(pod)
+    )
+    ctrl.store.record_event(owner, "Normal", "SuccessfulDelete", message, source=ctrl.name, cause=cause)
+
+
 def install_workload_controllers(sim: Simulation) -> list[Any]:
     """Start every workload controller on ``sim``: Job (+ TTL-after-finished), Deployment,
     ReplicaSet, StatefulSet, DaemonSet, CronJob."""
