@@ -14,6 +14,7 @@ from helmsim.cli.app import command, console
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
 from helmsim.errors import InputError
+from helmsim.inputs import load_release
 from helmsim.flux import inputs as flux_inputs
 from helmsim.report import simulate as report
 from helmsim.simulate import DEFAULT_HORIZON, UNMAPPED_READY_AFTER, ChartSource, ReleaseInput, simulate, values_from_refs
@@ -52,6 +53,10 @@ def build_inputs(
     previous_values = rendering.load_values(upgrade_from_values, upgrade_from_set)
     is_chart = rendering.is_chart_dir(Path(target))
     tree = flux_inputs.load_flux_tree(helmrelease if is_chart else [target, *helmrelease])
+    if is_chart and not helmrelease:
+        meta = _meta_chart_tree(target, user_values, release_name, namespace)
+        if meta is not None:
+            tree, is_chart, user_values = meta, False, {}
     hrs = list(tree.helmreleases)
     main_ref: str | None = None
     if is_chart:
@@ -79,6 +84,18 @@ def build_inputs(
             prev = ChartSource(upgrade_from, previous_values)
         out.append(ReleaseInput(hr, source, previous=prev, values_from=values_from_refs(hr, tree.objects)))
     return out
+
+
+def _meta_chart_tree(
+    target: str, values: dict[str, object], release_name: str | None, namespace: str
+) -> flux_inputs.FluxTree | None:
+    """A chart that renders HelmReleases (a meta-chart) is read as the Flux tree it renders."""
+    opts = rendering.RenderOptions(
+        release_name=release_name or rendering.DEFAULT_RELEASE_NAME, namespace=namespace, values=values
+    )
+    rendered = load_release(target, opts)
+    tree = flux_inputs.flux_tree_from_files(list(rendered.files), namespace=namespace)
+    return tree if tree.helmreleases else None
 
 
 @command("simulate")

@@ -24,19 +24,27 @@ class FluxTree:
 
 def load_flux_tree(paths: Sequence[str]) -> FluxTree:
     """HelmReleases and other objects from YAML files or directories (``kind: List`` too)."""
+    return flux_tree_from_files([f for path in paths for f in read_manifest_input(path)])
+
+
+def flux_tree_from_files(files: Sequence[tuple[str, str]], *, namespace: str | None = None) -> FluxTree:
+    """HelmReleases and other objects from ``(path, text)`` pairs, e.g. a rendered meta-chart;
+    objects without a namespace get ``namespace`` when given."""
     hrs: list[HelmRelease] = []
     objects: list[Mapping[str, Any]] = []
-    for path in paths:
-        for file, text in read_manifest_input(path):
-            for doc in yamlio.load_documents(text, file):
-                values = doc.value.get("items") if isinstance(doc.value, dict) and doc.value.get("kind") == "List" else [doc.value]
-                for obj in values or ():
-                    if not isinstance(obj, dict):
-                        continue
-                    if is_helmrelease(obj):
-                        hrs.append(parse_helmrelease(obj, source=file, line=doc.line))
-                    else:
-                        objects.append(obj)
+    for file, text in files:
+        for doc in yamlio.load_documents(text, file):
+            values = doc.value.get("items") if isinstance(doc.value, dict) and doc.value.get("kind") == "List" else [doc.value]
+            for obj in values or ():
+                if not isinstance(obj, dict):
+                    continue
+                meta = obj.get("metadata")
+                if namespace and isinstance(meta, dict) and not meta.get("namespace"):
+                    obj = {**obj, "metadata": {**meta, "namespace": namespace}}
+                if is_helmrelease(obj):
+                    hrs.append(parse_helmrelease(obj, source=file, line=doc.line))
+                else:
+                    objects.append(obj)
     seen: dict[str, HelmRelease] = {}
     for hr in hrs:
         if hr.ref in seen:
