@@ -1,0 +1,772 @@
+"""Render a chart in the working tree and at a git ref under a matrix of values files; compare.
+
+Each matrix entry is a values file (or the chart's defaults). Both renders use Helm's engine
+(``helmsim.render``). An entry is byte-identical, differs only in formatting (same objects
+after parsing: key order, quoting, comments, document separators, template file or document
+order) or changes objects: added, removed, or fields changed, with their paths. Secret
+``data``/``stringData`` and secret-like fields are replaced by a short hash before anything
+is compared or printed. ``rehearse`` simulates both renders of a changed entry and compares
+the predicted outcomes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob as globlib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from helmsim import gitref, render, yamlio
+from helmsim.errors import InputError
+from helmsim.kstatus.wait import TIMEOUT
+from helmsim.manifests import Resource, parse_documents
+
+DEFAULT_MATRIX = ("ci/*-values.yaml", "ci/*.yaml")
+DEFAULTS_ENTRY = "(chart defaults)"
+
+Origin = Literal["defaults", "unchanged", "edited", "renamed", "new", "removed", "external"]
+Status = Literal["identical", "formatting", "changed"]
+Change = Literal["added", "removed", "changed"]
+
+
+# --- the matrix ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatrixEntry:
+    """One values file of the matrix and the file each side renders with.
+
+    ``origin``: ``unchanged``/``edited`` (the same path at the ref, same or other content),
+    ``renamed`` (same content at another path at the ref, ``ref_name``), ``new`` (not at the
+    ref: its working-tree content is used on both sides), ``removed`` (only at the ref: its
+    ref content on both sides), ``external`` (outside the repository: the same file on both
+    sides), ``defaults`` (no values file).
+    """
+
+    name: str
+    origin: Origin
+    worktree_values: Path | None
+    ref_values: Path | None
+    ref_name: str | None = None
+    aliases: tuple[str, ...] = ()
+
+    def matches(self, pattern: str) -> bool:
+        """Whether a ``--expect-identical`` glob names this entry (by any of its names)."""
+        names = {self.name, *(self.aliases), *([self.ref_name] if self.ref_name else [])}
+        return any(fnmatch.fnmatchcase(n, pattern) for n in names)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    name: str
+    repo_path: str | None  # repo-relative path; None outside the repository
+    aliases: tuple[str, ...] = ()
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A shell glob over POSIX paths: ``*``/``?``/``[..]`` stay within one segment, ``**`` spans."""
+    regex = ""
+    parts = pattern.split("/")
+    for n, seg in enumerate(parts):
+        last = n == len(parts) - 1
+        if seg == "**":  # zero or more directories, as glob.glob(recursive=True)
+            regex += ".*" if last else "(?:.*/)?"
+            continue
+        out, i = "", 0
+        while i < len(seg):
+            ch = seg[i]
+            close = seg.find("]", i + 2) if ch == "[" else -1
+            if ch == "*":
+                out += "[^/]*"
+            elif ch == "?":
+                out += "[^/]"
+            elif close != -1:
+                body = seg[i + 1 : close]
+                body = "^" + body[1:] if body.startswith("!") else body
+                out += "[" + body.replace("\\", "\\\\") + "]"
+                i = close
+            else:
+                out += re.escape(ch)
+            i += 1
+        regex += out if last else out + "/"
+    return re.compile(regex + r"\Z", re.DOTALL)
+
+
+def _name_in_chart(path: Path, chart_dir: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(chart_dir.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _display(path: Path, chart_dir: Path) -> tuple[str, tuple[str, ...]]:
+    """Entry name (chart-relative when inside the chart) and its other spellings."""
+    cwd_rel = os.path.relpath(path.resolve(), Path.cwd().resolve())
+    inside = _name_in_chart(path, chart_dir)
+    if inside is not None:
+        return inside, (cwd_rel, Path(cwd_rel).as_posix())
+    return Path(cwd_rel).as_posix(), (str(path),)
+
+
+def build_matrix(
+    chart_dir: Path,
+    commit: gitref.Commit,
+    scratch: Path,
+    *,
+    values: Sequence[str] = (),
+    globs: Sequence[str] = (),
+) -> list[MatrixEntry]:
+    """The matrix: ``-f`` files, then ``--values-matrix`` globs (relative to the chart), or
+    by default the chart's ``ci/*-values.yaml`` and ``ci/*.yaml`` (else its defaults)."""
+    repo = commit.repo
+    explicit_globs = list(globs)
+    patterns = explicit_globs or ([] if values else list(DEFAULT_MATRIX))
+    ref_tree = {e.path: e for e in gitref.list_tree(commit)} if patterns or values else {}
+
+    entries: list[MatrixEntry] = []
+    seen: set[str] = set()  # working-tree repo paths (or absolute paths) already in the matrix
+    for file in values:
+        path = Path(file)
+        if not path.is_file():
+            raise InputError("values file not found", file=file)
+        name, aliases = _display(path, chart_dir)
+        rel = gitref.repo_relative(repo, path)
+        key = rel if rel is not None else str(path.resolve())
+        if key in seen:
+            continue
+        seen.add(key)
+        entries.append(
+            _pair_same_path(
+                _Candidate(name, rel, aliases), path, ref_tree, commit, scratch, len(entries)
+            )
+        )
+
+    worktree: dict[str, tuple[Path, _Candidate]] = {}
+    at_ref: dict[str, _Candidate] = {}
+    for pattern in patterns:
+        absolute = os.path.normpath(os.path.join(chart_dir.resolve(), pattern))
+        found_wt = [
+            Path(p) for p in sorted(globlib.glob(absolute, recursive=True)) if Path(p).is_file()
+        ]
+        rel_pattern = gitref.repo_relative(repo, absolute)  # None: outside the repository
+        found_ref: list[str] = []
+        if rel_pattern is not None:
+            rx = _glob_regex(rel_pattern)
+            found_ref = [p for p, e in ref_tree.items() if rx.match(p) and e.mode != "120000"]
+        if explicit_globs and not found_wt and not found_ref:
+            raise InputError(
+                f"--values-matrix {pattern!r} matches no file (in the working tree or at {commit.ref})"
+            )
+        for p in found_wt:
+            rel = gitref.repo_relative(repo, p)
+            key = rel if rel is not None else str(p.resolve())
+            if key in seen or key in worktree:
+                continue
+            name, aliases = _display(p, chart_dir)
+            worktree[key] = (p, _Candidate(name, rel, aliases))
+        for rp in found_ref:
+            if rp in seen or rp in at_ref:
+                continue
+            name, aliases = _display(repo.top / rp, chart_dir)
+            at_ref[rp] = _Candidate(name, rp, aliases)
+
+    paired: list[MatrixEntry] = []
+    wt_only = {k: v for k, v in worktree.items() if k not in at_ref}
+    ref_only = {k: v for k, v in at_ref.items() if k not in worktree}
+    for key, (path, cand) in worktree.items():
+        if key in at_ref:
+            paired.append(
+                _pair_same_path(cand, path, ref_tree, commit, scratch, len(entries) + len(paired))
+            )
+    renames = _match_renames(wt_only, ref_only, ref_tree, commit)
+    for wt_key, ref_key in renames.items():
+        path, cand = wt_only.pop(wt_key)
+        ref_cand = ref_only.pop(ref_key)
+        ref_file = _write_ref(commit, ref_tree[ref_key], scratch, len(entries) + len(paired))
+        paired.append(
+            MatrixEntry(
+                cand.name, "renamed", path, ref_file, ref_name=ref_cand.name, aliases=cand.aliases
+            )
+        )
+    for key, (path, cand) in wt_only.items():
+        origin: Origin = "new" if cand.repo_path is not None else "external"
+        paired.append(MatrixEntry(cand.name, origin, path, path, aliases=cand.aliases))
+    for key, cand in ref_only.items():
+        ref_file = _write_ref(commit, ref_tree[key], scratch, len(entries) + len(paired))
+        paired.append(
+            MatrixEntry(
+                cand.name, "removed", ref_file, ref_file, ref_name=cand.name, aliases=cand.aliases
+            )
+        )
+    entries.extend(sorted(paired, key=lambda e: e.name))
+
+    if not entries and not values and not explicit_globs:
+        entries.append(MatrixEntry(DEFAULTS_ENTRY, "defaults", None, None))
+    return entries
+
+
+def _pair_same_path(
+    cand: _Candidate,
+    path: Path,
+    ref_tree: Mapping[str, gitref.TreeEntry],
+    commit: gitref.Commit,
+    scratch: Path,
+    index: int,
+) -> MatrixEntry:
+    if cand.repo_path is None:
+        return MatrixEntry(cand.name, "external", path, path, aliases=cand.aliases)
+    entry = ref_tree.get(cand.repo_path)
+    if entry is None or entry.mode == "120000":
+        return MatrixEntry(cand.name, "new", path, path, aliases=cand.aliases)
+    ref_file = _write_ref(commit, entry, scratch, index)
+    origin: Origin = "unchanged" if ref_file.read_bytes() == path.read_bytes() else "edited"
+    return MatrixEntry(cand.name, origin, path, ref_file, aliases=cand.aliases)
+
+
+def _write_ref(commit: gitref.Commit, entry: gitref.TreeEntry, scratch: Path, index: int) -> Path:
+    content = gitref.read_blobs(commit, [entry.sha])[entry.sha]
+    target = scratch / "values" / str(index) / Path(entry.path).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+    return target
+
+
+def _parsed(content: bytes) -> Any:
+    try:
+        return ("yaml", yamlio.load_one(content.decode("utf-8"), "<values>"))
+    except (InputError, UnicodeDecodeError):
+        return ("bytes", content)
+
+
+def _match_renames(
+    wt_only: Mapping[str, tuple[Path, _Candidate]],
+    ref_only: Mapping[str, _Candidate],
+    ref_tree: Mapping[str, gitref.TreeEntry],
+    commit: gitref.Commit,
+) -> dict[str, str]:
+    """Pair files that exist only in the working tree with files only at the ref: the same
+    bytes first, then the same values after parsing (a reformatted rename)."""
+    if not wt_only or not ref_only:
+        return {}
+    ref_bytes = gitref.read_blobs(commit, [ref_tree[k].sha for k in ref_only])
+    ref_content = {k: ref_bytes[ref_tree[k].sha] for k in ref_only}
+    wt_content = {k: p.read_bytes() for k, (p, _) in wt_only.items()}
+    out: dict[str, str] = {}
+    for same in (lambda a, b: a == b, lambda a, b: _parsed(a) == _parsed(b)):
+        for wk in sorted(wt_content):
+            if wk in out:
+                continue
+            for rk in sorted(ref_content):
+                if rk not in out.values() and same(wt_content[wk], ref_content[rk]):
+                    out[wk] = rk
+                    break
+    return out
+
+
+# --- secrets --------------------------------------------------------------------------------
+
+_SECRET_WORDS = re.compile(
+    r"password|passwd|passphrase|secret|token|api[-_]?key|private[-_]?key|credential|access[-_]?key"
+)
+# Keys that name or locate a secret rather than hold one (secretName, tokenPath, passwordFile).
+_REFERENCE_SUFFIX = re.compile(r"(name|names|ref|path|file|dir|mountpath)$")
+
+
+# A string that carries a secret inside (a config file, a DSN, a PEM key) is hashed whole.
+_EMBEDDED_SECRET = re.compile(
+    r"(?i)(?:password|passwd|passphrase|secret|token|api[-_]?key|private[-_]?key|credential)"
+    r"[\w.-]*[\"']?[ \t]*[:=][ \t]*[^\s]"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"
+)
+
+
+def secret_hash(value: Any) -> str:
+    """What is printed instead of a secret value: a short SHA-256 of its text."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return f"<secret sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}>"
+
+
+def is_secret_key(key: str) -> bool:
+    """A key whose scalar value is treated as a secret (``password``, ``apiKey``, ``DB_TOKEN``)."""
+    low = key.lower()
+    return bool(_SECRET_WORDS.search(low)) and not _REFERENCE_SUFFIX.search(low)
+
+
+def redact(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of an object with every secret value replaced by :func:`secret_hash`.
+
+    Secret ``data`` and ``stringData`` values are always hashed (as databus23/helm-diff
+    diff/diff.go redactSecrets never prints them); elsewhere a scalar under a secret-like key,
+    the ``value`` of a ``{name: SECRET_LIKE, value: …}`` pair (an env var) and a string that
+    embeds one (``password: x`` in a config file, a PEM private key, ``scheme://user:pw@``)
+    are hashed.
+    """
+    out = _redact(body)
+    if body.get("kind") == "Secret" and body.get("apiVersion") == "v1":
+        for key in ("data", "stringData"):
+            section = out.get(key)
+            if isinstance(section, dict):
+                out[key] = {k: secret_hash(v) for k, v in section.items()}
+            elif section is not None:
+                out[key] = secret_hash(section)
+    return out
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        env_secret = isinstance(value.get("name"), str) and is_secret_key(value["name"])
+        for k, v in value.items():
+            hide = (isinstance(k, str) and is_secret_key(k)) or (env_secret and k == "value")
+            if hide and v is not None and not isinstance(v, (bool, dict, list)):
+                out[k] = secret_hash(v)
+            else:
+                out[k] = _redact(v)
+        return out
+    if isinstance(value, list):
+        return [_redact(v) for v in value]
+    if isinstance(value, str) and _EMBEDDED_SECRET.search(value):
+        return secret_hash(value)
+    return value
+
+
+# --- object diff ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One field that differs: its path (``spec.template.spec.containers[0].image``)."""
+
+    path: str
+    change: Change
+    old: Any = None
+    new: Any = None
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    """An object added, removed or changed between the ref render and the working-tree one."""
+
+    ref: str
+    change: Change
+    source: str
+    fields: tuple[FieldChange, ...] = ()
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    text = str(key)
+    if _PLAIN_KEY.match(text):
+        return f"{path}.{text}" if path else text
+    return f"{path}[{json.dumps(text)}]"
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    # 1 and 1.0 are the same JSON number (sigs.k8s.io/yaml converts YAML to JSON); true is not 1.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def diff_values(old: Any, new: Any, path: str = "") -> list[FieldChange]:
+    """Fields added, removed or changed from ``old`` to ``new``; lists compared by index."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[FieldChange] = []
+        for key in [*old, *(k for k in new if k not in old)]:
+            sub = _join(path, key)
+            if key not in new:
+                out.append(FieldChange(sub, "removed", old=old[key]))
+            elif key not in old:
+                out.append(FieldChange(sub, "added", new=new[key]))
+            else:
+                out.extend(diff_values(old[key], new[key], sub))
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        out = []
+        for i in range(max(len(old), len(new))):
+            sub = _join(path, i)
+            if i >= len(new):
+                out.append(FieldChange(sub, "removed", old=old[i]))
+            elif i >= len(old):
+                out.append(FieldChange(sub, "added", new=new[i]))
+            else:
+                out.extend(diff_values(old[i], new[i], sub))
+        return out
+    if isinstance(old, (dict, list)) or isinstance(new, (dict, list)):
+        return [FieldChange(path, "changed", old=old, new=new)] if old != new else []
+    return [] if _same_scalar(old, new) else [FieldChange(path, "changed", old=old, new=new)]
+
+
+def _index(resources: Iterable[Resource]) -> dict[str, Resource]:
+    """Objects by identity (group, kind, namespace, name); a repeated identity gets ``#n``."""
+    out: dict[str, Resource] = {}
+    for res in resources:
+        ident = "/".join(res.key)
+        n = 1
+        key = ident
+        while key in out:
+            n += 1
+            key = f"{ident}#{n}"
+        out[key] = res
+    return out
+
+
+def _label(res: Resource, key: str) -> str:
+    suffix = key[key.rfind("#") :] if "#" in key.rsplit("/", 1)[-1] else ""
+    return res.ref + suffix
+
+
+def diff_objects(old: Sequence[Resource], new: Sequence[Resource]) -> list[ObjectChange]:
+    """Object-level changes, ref side ``old`` to working-tree side ``new``, in a stable order."""
+    before, after = _index(old), _index(new)
+    out: list[ObjectChange] = []
+    for key, res in before.items():
+        if key not in after:
+            out.append(ObjectChange(_label(res, key), "removed", res.source.path))
+            continue
+        fields = diff_values(redact(res.body), redact(after[key].body))
+        if fields:
+            out.append(
+                ObjectChange(_label(res, key), "changed", after[key].source.path, tuple(fields))
+            )
+    for key, res in after.items():
+        if key not in before:
+            out.append(ObjectChange(_label(res, key), "added", res.source.path))
+    return out
+
+
+# --- rendering and comparing one entry -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One side of an entry: the `helm template` text and its objects, or why it failed.
+
+    ``failure`` is the error with the chart's and the values file's paths taken out, so the
+    same failure on both sides compares equal.
+    """
+
+    text: str = ""
+    resources: tuple[Resource, ...] = ()
+    error: str | None = None
+    failure: str | None = None
+
+
+def render_side(
+    chart: Path,
+    values: Path | None,
+    opts: render.RenderOptions,
+    *,
+    chart_label: str | None = None,
+    values_label: str | None = None,
+) -> Rendered:
+    """Render ``chart`` with one values file; render errors are captured, not raised.
+
+    The labels replace the (temporary) chart and values paths in error messages.
+    """
+    try:
+        merged = render.load_values([values] if values else [])
+        out = render.render_chart(chart, replace(opts, values=merged), include_crds=True)
+        files = [(f.path, f.content) for f in out.files]
+        parsed = parse_documents(files, namespace=opts.namespace)
+    except InputError as err:
+        text = failure = str(err)
+        for path, label, token in (
+            (values, values_label, "<values>"),
+            (chart, chart_label, "<chart>"),
+        ):
+            if path is not None:
+                text = text.replace(str(path), label or str(path))
+                failure = failure.replace(str(path), token)
+        return Rendered(error=text, failure=failure)
+    return Rendered(
+        text=render.format_like_helm_template(out.files), resources=tuple(parsed.resources)
+    )
+
+
+@dataclass
+class EntryResult:
+    """The comparison of one matrix entry."""
+
+    entry: MatrixEntry
+    status: Status
+    expect_identical: bool
+    objects: list[ObjectChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rehearsals: list[Rehearsal] = field(default_factory=list)
+
+    def violates(self, semantic: bool) -> bool:
+        """Whether this entry counts as "differs" for the exit code."""
+        return self.status == "changed" or (self.status == "formatting" and not semantic)
+
+
+def compare(
+    entry: MatrixEntry, ref: Rendered, worktree: Rendered, *, expect_identical: bool
+) -> EntryResult:
+    """Byte-identical, formatting only, or the object changes from ``ref`` to ``worktree``."""
+    result = EntryResult(entry, "identical", expect_identical)
+    if ref.error or worktree.error:
+        if ref.failure == worktree.failure:
+            result.notes.append(f"both sides fail to render: {ref.error}")
+            return result
+        result.status = "changed"
+        if ref.error:
+            result.notes.append(f"ref render fails: {ref.error}")
+        if worktree.error:
+            result.notes.append(f"working-tree render fails: {worktree.error}")
+        return result
+    if ref.text == worktree.text:
+        return result
+    result.objects = diff_objects(ref.resources, worktree.resources)
+    if result.objects:
+        result.status = "changed"
+        return result
+    result.status = "formatting"
+    result.notes.extend(_formatting_notes(ref.resources, worktree.resources))
+    return result
+
+
+def _formatting_notes(old: Sequence[Resource], new: Sequence[Resource]) -> list[str]:
+    notes: list[str] = []
+    before, after = _index(old), _index(new)
+    moved = [
+        f"{_label(r, k)} moved from {r.source.path} to {after[k].source.path}"
+        for k, r in before.items()
+        if k in after and after[k].source.path != r.source.path
+    ]
+    notes.extend(moved)
+    if not moved and list(before) != list(after):
+        notes.append("objects are rendered in another order")
+    if not notes:
+        notes.append(
+            "same objects; only formatting differs (key order, quoting, comments, separators)"
+        )
+    return notes
+
+
+# --- rehearsal ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReleaseChange:
+    """One HelmRelease's predicted outcome at the ref and in the working tree."""
+
+    release: str
+    ref: str
+    worktree: str
+
+    @property
+    def changed(self) -> bool:
+        return self.ref != self.worktree
+
+
+@dataclass(frozen=True)
+class Rehearsal:
+    """Both renders of an entry simulated under one cluster profile."""
+
+    profile: str
+    releases: tuple[ReleaseChange, ...]
+
+    @property
+    def changed(self) -> bool:
+        return any(r.changed for r in self.releases)
+
+
+_WAIT_TIMEOUT = re.compile(re.escape(TIMEOUT) + r": \[(.*)\]")
+_WAIT_OBJECT = re.compile(r"([A-Za-z0-9.]+/[^\s,\]]+) status:")
+
+
+def outcome_summary(outcome: Any) -> str:
+    """``Ready``, ``Stalled: times out on PersistentVolumeClaim/ns/x``, or outcome and message.
+
+    The wait error names the objects still waited for (fluxcd/pkg ssa/manager_wait.go:
+    "timeout waiting for: [Kind/ns/name status: 'InProgress']").
+    """
+    if outcome.outcome == "Ready":
+        return "Ready" if outcome.simulated else "Ready (not simulated)"
+    m = _WAIT_TIMEOUT.search(outcome.message)
+    if m:
+        objs = _WAIT_OBJECT.findall(m.group(1))
+        if objs:
+            return f"{outcome.outcome}: times out on {', '.join(objs)}"
+    message = outcome.message if len(outcome.message) <= 240 else outcome.message[:239] + "…"
+    return f"{outcome.outcome}: {message}" if message else outcome.outcome
+
+
+def rehearse(
+    worktree_chart: Path,
+    ref_chart: Path,
+    entry: MatrixEntry,
+    *,
+    profiles: Sequence[str],
+    helmrelease: Sequence[str],
+    release_name: str | None,
+    namespace: str,
+) -> list[Rehearsal]:
+    """Simulate both renders of ``entry`` under each profile (nominal latencies, seed 0)."""
+    from helmsim.cli.simulate import build_inputs  # the CLI's HelmRelease/chart pairing
+    from helmsim.cluster.profile import load_profile
+    from helmsim.simulate import simulate
+
+    def outcomes(chart: Path, values: Path | None, prof: Any) -> dict[str, str]:
+        inputs = build_inputs(
+            str(chart),
+            values=[str(values)] if values else [],
+            sets=[],
+            helmrelease=list(helmrelease),
+            charts=[],
+            release_name=release_name,
+            namespace=namespace,
+            upgrade_from=None,
+            upgrade_from_values=[],
+            upgrade_from_set=[],
+        )
+        result = simulate(prof, inputs)
+        return {f"{o.namespace}/{o.name}": outcome_summary(o) for o in result.releases}
+
+    out: list[Rehearsal] = []
+    for name in profiles:
+        prof = load_profile(name)
+        before = outcomes(ref_chart, entry.ref_values, prof)
+        after = outcomes(worktree_chart, entry.worktree_values, prof)
+        names = [*before, *(n for n in after if n not in before)]
+        out.append(
+            Rehearsal(
+                profile=name,
+                releases=tuple(
+                    ReleaseChange(n, before.get(n, "absent"), after.get(n, "absent")) for n in names
+                ),
+            )
+        )
+    return out
+
+
+# --- the whole command ----------------------------------------------------------------------
+
+
+@dataclass
+class DiffReport:
+    """Everything `helmsim diff` reports, and its verdict."""
+
+    chart: str
+    against: str
+    commit: str
+    semantic: bool
+    expect_identical: tuple[str, ...]
+    entries: list[EntryResult]
+
+    @property
+    def failing(self) -> list[EntryResult]:
+        """Entries that must not differ and do: the expected-identical ones when globs were
+        given, otherwise every entry."""
+        gated = (
+            [e for e in self.entries if e.expect_identical]
+            if self.expect_identical
+            else self.entries
+        )
+        return [e for e in gated if e.violates(self.semantic)]
+
+
+def diff_chart(
+    chart: str,
+    against: str,
+    *,
+    values: Sequence[str] = (),
+    globs: Sequence[str] = (),
+    expect_identical: Sequence[str] = (),
+    semantic: bool = False,
+    opts: render.RenderOptions | None = None,
+    rehearse_profiles: Sequence[str] | None = None,
+    helmrelease: Sequence[str] = (),
+    release_name: str | None = None,
+    scratch: Path,
+) -> DiffReport:
+    """Render ``chart`` in the working tree and at git ref ``against`` for every matrix entry.
+
+    ``scratch`` is an empty directory the caller owns and removes (the chart at the ref and
+    the ref's values files are written there). ``rehearse_profiles`` (when not None) simulates
+    both renders of every changed entry under each profile.
+    """
+    chart_dir = Path(chart)
+    if not chart_dir.is_dir():
+        if chart_dir.exists():
+            raise InputError(
+                "diff needs a chart directory (a packaged chart has no git history)", file=chart
+            )
+        raise InputError("chart not found", file=chart)
+    if not render.is_chart_dir(chart_dir):
+        raise InputError("not a Helm chart (no Chart.yaml)", file=chart)
+    repo, prefix = gitref.find_repo(chart_dir)
+    commit = gitref.resolve(repo, against)
+    ref_chart = scratch / "ref" / (chart_dir.resolve().name or "chart")
+    try:
+        gitref.export_dir(commit, prefix, ref_chart)
+    except InputError:
+        raise InputError(
+            f"chart directory {prefix or '.'!r} did not exist at {against} ({commit.short})",
+            file=chart,
+        ) from None
+    if not (ref_chart / "Chart.yaml").is_file():
+        raise InputError(
+            f"{prefix or '.'!r} was not a Helm chart at {against} (no Chart.yaml)", file=chart
+        )
+    entries = build_matrix(chart_dir, commit, scratch, values=values, globs=globs)
+    for pattern in expect_identical:
+        if not any(e.matches(pattern) for e in entries):
+            names = ", ".join(e.name for e in entries)
+            raise InputError(
+                f"--expect-identical {pattern!r} matches no matrix entry (entries: {names})"
+            )
+    opts = opts or render.RenderOptions()
+    label = f"{against}:{prefix}" if prefix else f"{against}:."
+    results: list[EntryResult] = []
+    for entry in entries:
+        gated = any(entry.matches(p) for p in expect_identical)
+        ref_label = f"{against}:{entry.ref_name or entry.name}"
+        in_scratch = entry.origin == "removed"  # the ref's copy on both sides
+        before = render_side(
+            ref_chart,
+            entry.ref_values,
+            opts,
+            chart_label=label,
+            values_label=ref_label
+            if entry.ref_values != entry.worktree_values or in_scratch
+            else None,
+        )
+        after = render_side(
+            chart_dir.resolve(),
+            entry.worktree_values,
+            opts,
+            chart_label=chart,
+            values_label=ref_label if in_scratch else None,
+        )
+        result = compare(entry, before, after, expect_identical=gated)
+        if (
+            rehearse_profiles is not None
+            and result.status == "changed"
+            and not (before.error or after.error)
+        ):
+            result.rehearsals = rehearse(
+                chart_dir,
+                ref_chart,
+                entry,
+                profiles=rehearse_profiles,
+                helmrelease=helmrelease,
+                release_name=release_name,
+                namespace=opts.namespace,
+            )
+        results.append(result)
+    return DiffReport(chart, against, commit.sha, semantic, tuple(expect_identical), results)
