@@ -241,8 +241,9 @@ def simulate(
     notes: list[str] = []
     upgrade_start = 0.0
     if previous:
-        upgrade_start = _install_previous(sim, ctx, releases, previous, states, horizon)
-        notes.append(f"previous releases installed; the upgrade starts at t={upgrade_start:g}s")
+        upgrade_start, prev_notes = _install_previous(sim, ctx, releases, previous, states, horizon)
+        notes += prev_notes
+        notes.append(f"the change is applied at t={upgrade_start:g}s")
     for r in releases:
         if r.chart is None:
             sim.process(_unmapped(sim, r.hr, states, unmapped_ready_after))
@@ -277,27 +278,33 @@ def _install_previous(
     previous: Mapping[str, ChartRelease],
     states: dict[str, ReleaseState],
     horizon: float,
-) -> float:
-    """Install the previous revision of each release (no hooks skipped, poller wait)."""
-    done: dict[str, actions.ActionResult] = {}
+) -> tuple[float, list[str]]:
+    """Reconcile the previous generation of each release with helm-controller until it settles
+    (Ready or Stalled), as the cluster was before the change; returns when and how it ended.
 
-    def run(ref: str, chart: ChartRelease) -> Any:
-        result = yield from actions.install(ctx, chart, ActionOptions(timeout=300.0))
-        done[ref] = result
-
-    procs = [sim.process(run(ref, chart)) for ref, chart in previous.items()]
+    The new generation then starts with fresh failure counters (helm-controller
+    internal/action/reset.go MustResetFailures: the generation and values changed).
+    """
+    by_ref = {r.hr.ref: r for r in releases}
+    prev_states: dict[str, ReleaseState] = {}
+    procs = []
+    for ref, chart in previous.items():
+        hr = by_ref[ref].hr.model_copy(update={"spec": by_ref[ref].hr.spec.model_copy(update={"depends_on": ()})})
+        rec = Reconciler(ctx, hr, lambda upgrade, c=chart: c, prev_states)
+        procs.append(sim.process(rec.run()))
     sim.env.run(until=sim.env.any_of([sim.env.all_of(procs), sim.env.timeout(horizon)]))
-    for ref, result in done.items():
-        if not result.ok:
-            raise InputError(f"the previous release of {ref} does not install cleanly: {result.error}")
+    notes = []
+    for ref in previous:
+        st = prev_states.get(ref) or ReleaseState()
+        ready = st.get("Ready")
+        how = "Ready" if st.ready else ("Stalled" if st.stalled else "not Ready")
+        detail = f" ({ready.message})" if ready and not st.ready else ""
+        notes.append(f"previous generation of {ref}: {how} at t={sim.now:g}s{detail}")
     for r in releases:
-        st = states.setdefault(r.hr.ref, ReleaseState())
-        st.set("Ready", "True", "InstallSucceeded", "previous release installed", sim.now)
-    # the upgrade is a new generation: dependents must see it Ready again
-    for r in releases:
-        if r.hr.ref in previous or r.chart is None:
-            states[r.hr.ref].set("Ready", "Unknown", "Progressing", "new generation", sim.now)
-    return sim.now
+        # the change is a new generation: dependents see it not Ready until it reconciles again
+        states[r.hr.ref] = ReleaseState()
+        states[r.hr.ref].set("Ready", "Unknown", "Progressing", "new generation", sim.now)
+    return sim.now, notes
 
 
 def _unmapped(sim: Simulation, hr: HelmRelease, states: dict[str, ReleaseState], after: float) -> Any:

@@ -180,12 +180,6 @@ def test_hook_fix_is_ready(sim, profile: str) -> None:
     assert all(d.outcome == "Ready" for d in result.releases)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the hook Job's `printf '%s\\n' \"$claim\" | kubectl apply -f -` is not inferred: "
-    "helmsim.cluster.behaviour._ECHO does not resolve the shell variable claim='{...}', so the "
-    "pod 'runs 5 s then exits 0' and never creates the claim",
-)
 @pytest.mark.parametrize("profile", ["kind", "eks-gp3"])
 def test_hook_fix_leaves_the_claim_pending(sim, profile: str) -> None:
     result = sim(SEED2, profile, CI / "hook-values.yaml")
@@ -217,12 +211,6 @@ def test_variants_converge_where_expected(sim, profile: str, variant: str, expec
         assert o.attempts == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="--upgrade-from requires the previous release to install cleanly (InputError 'the "
-    "previous release ... does not install cleanly: timeout waiting for ...'); the README's "
-    "upgrade from the failing shape to the hook fix cannot be rehearsed",
-)
 def test_upgrade_from_the_failing_shape_to_the_hook_fix() -> None:
     result = run_example(
         SEED2, "kind", [CI / "hook-values.yaml"], upgrade_from_values=[CI / "default-values.yaml"]

@@ -146,9 +146,8 @@ def test_upgrade_from_reports_when_the_upgrade_started() -> None:
     )
     assert code == 1
     assert doc["upgradeStart"] > 0
-    assert any(
-        n.startswith("previous releases installed; the upgrade starts at t=") for n in doc["notes"]
-    )
+    assert any(n.startswith(f"previous generation of {MAIN_REF}: Ready at t=") for n in doc["notes"])
+    assert f"the change is applied at t={doc['upgradeStart']:g}s" in doc["notes"]
     main = _hr(doc)
     assert main["conditions"]["Released"]["message"].startswith(
         f"Helm upgrade failed for release {MAIN_REF} with chart {MAIN}@4.7.0: "

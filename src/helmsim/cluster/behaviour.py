@@ -867,11 +867,26 @@ _FILE = re.compile(
 )
 
 
+_ASSIGN = re.compile(r"^[ \t]*(?P<name>[A-Za-z_][A-Za-z0-9_]*)='(?P<value>[^']*)'[ \t]*$", re.M)
+
+
+def expand_simple_vars(script: str) -> str:
+    """Substitute shell variables assigned a single-quoted literal (``claim='{…}'``) where they
+    are used (``"$claim"``, ``${claim}``), so a manifest piped from a variable is found."""
+    for m in _ASSIGN.finditer(script):
+        name, value = m.group("name"), m.group("value")
+        quoted = f"'{value}'"
+        for ref in (f'"${{{name}}}"', f'"${name}"', f"${{{name}}}"):
+            script = script.replace(ref, quoted)
+        script = re.sub(rf"\${name}(?![A-Za-z0-9_])", lambda _m: quoted, script)
+    return script
+
+
 def _applies(
     c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Objects the container creates with ``kubectl apply`` (inline or from a ConfigMap file)."""
-    script = script_of(c)
+    script = expand_simple_vars(script_of(c))
     if "kubectl" not in script:
         return [], []
     texts: list[tuple[str, str]] = []
