@@ -23,6 +23,7 @@ from helmsim.simulate import DEFAULT_HORIZON, UNMAPPED_READY_AFTER, ChartSource,
 class SimFormat(str, Enum):
     text = "text"
     json = "json"
+    html = "html"
 
 
 def _seconds(text: str | None, default: float, flag: str) -> float:
@@ -138,6 +139,8 @@ def simulate_cmd(
 
     Exit code 0 when every simulated release gets Ready, 1 when one does not, 2 on bad input.
     """
+    if fmt is SimFormat.html and not output:
+        raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
     prof = load_profile(profile)
     releases = build_inputs(
         target,
@@ -161,6 +164,10 @@ def simulate_cmd(
     if fmt is SimFormat.json:
         text = report.to_json(result)
         _emit(text, output)
+    elif fmt is SimFormat.html:
+        from helmsim.report.html import render_html
+
+        _emit_html(render_html(result), output or "-")
     elif output:
         from rich.console import Console
 
@@ -170,6 +177,16 @@ def simulate_cmd(
         report.render_text(result, console, full_timeline=full_timeline)
     if any(o.simulated and o.outcome != "Ready" for o in result.releases):
         raise typer.Exit(1)
+
+
+def _emit_html(text: str, output: str) -> None:
+    if output == "-":
+        console.out(text, end="", highlight=False)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot write the HTML report: {err.strerror}", file=output) from None
 
 
 def _emit(text: str, output: str | None) -> None:

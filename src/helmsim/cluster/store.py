@@ -23,6 +23,29 @@ WatchFn = Callable[[str, dict[str, Any]], None]
 _SERVER_META = ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp")
 
 
+class _KindIndexed(dict):  # type: ignore[type-arg]
+    """``Key -> object`` with a per-kind index, so listing one kind does not scan the store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._kinds: dict[str, dict[Key, dict[str, Any]]] = defaultdict(dict)
+
+    def __setitem__(self, key: Key, value: dict[str, Any]) -> None:
+        super().__setitem__(key, value)
+        self._kinds[key[0]][key] = value
+
+    def __delitem__(self, key: Key) -> None:
+        super().__delitem__(key)
+        self._kinds[key[0]].pop(key, None)
+
+    def pop(self, key: Key, *default: Any) -> Any:  # type: ignore[override]
+        self._kinds[key[0]].pop(key, None)
+        return super().pop(key, *default)
+
+    def of_kind(self, kind: str) -> list[tuple[Key, dict[str, Any]]]:
+        return list(self._kinds.get(kind, {}).items())
+
+
 class ApiError(Exception):
     """An API error with Kubernetes' reason (AlreadyExists, NotFound, Invalid, Forbidden)."""
 
@@ -58,7 +81,7 @@ class Store:
 
     def __init__(self, sim: Simulation) -> None:
         self._sim = sim
-        self._objects: dict[Key, dict[str, Any]] = {}
+        self._objects: _KindIndexed = _KindIndexed()
         self._watchers: dict[str, list[WatchFn]] = defaultdict(list)
         self._uid = 0
         self._rv = 0
@@ -81,8 +104,8 @@ class Store:
         """Objects of ``kind`` (in ``namespace`` when given) matching a LabelSelector, by name."""
         out = [
             obj
-            for (k, ns, _), obj in self._objects.items()
-            if k == kind and (namespace is None or ns == namespace)
+            for (_, ns, _), obj in self._objects.of_kind(kind)
+            if (namespace is None or ns == namespace)
             and (selector is None or matches_selector(selector, _labels(obj)))
         ]
         return sorted(out, key=key_of)

@@ -151,11 +151,13 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
             kind = str(o.get("kind"))
             if kind not in kinds:
                 continue
-            doc = copy.deepcopy(dict(o))
-            meta = doc.setdefault("metadata", {})
+            doc = o
+            meta = doc.get("metadata") or {}
             if kind not in cluster_scoped and not meta.get("namespace"):
-                # Helm installs namespaced objects without a namespace into the release's.
-                meta["namespace"] = str(pod["metadata"].get("namespace") or "default")
+                # Helm installs namespaced objects without a namespace into the release's;
+                # copy only what changes (the model never mutates what it reads).
+                meta = {**meta, "namespace": str(pod["metadata"].get("namespace") or "default")}
+                doc = {**o, "metadata": meta}
             seen[(kind, str(meta.get("namespace") or ""), str(meta.get("name")))] = doc
         for kind in kinds:
             for o in store.list(kind):
