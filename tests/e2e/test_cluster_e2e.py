@@ -60,12 +60,6 @@ def test_release_objects_carry_helm_ownership(sim) -> None:
     assert dep["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Namespace created through the store lacks the kubernetes.io/metadata.name label the "
-    "API server always sets (kubernetes pkg/registry/core/namespace/strategy.go PrepareForCreate); "
-    "only bootstrap namespaces have it (the network evaluator adds it virtually)",
-)
 def test_a_namespace_created_by_a_release_has_the_name_label(sim) -> None:
     result = sim(SEED2, "kind", SEED2 / "ci" / "hook-values.yaml")
     ns = result.sim.store.get("Namespace", None, "model-serving")

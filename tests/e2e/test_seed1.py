@@ -154,11 +154,12 @@ def test_failed_job_fails_the_upgrade_early_and_rolls_back(sim) -> None:
     # upgrade remediation: rollback after every failure (remediateLastFailure: true)
     assert [h["action"] for h in o.history] == ["upgrade", "rollback"] * 4
     assert o.reason == "RetriesExceeded" and o.conditions["Ready"]["reason"] == "RollbackSucceeded"
+    # history pruned to maxHistory 5: revisions 5..9, failed upgrades and rollbacks alternating
     assert o.helm_status[0] == {
-        "revision": 1,
+        "revision": 5,
         "status": "superseded",
         "chart": f"{MAIN}@4.7.0",
-        "description": "Install complete",
+        "description": "Rollback to 3",
     }
     assert o.helm_status[1]["status"] == "failed"
     assert o.helm_status[1]["description"] == f'Upgrade "{MAIN}" failed: {FAILED_EARLY}'
@@ -167,12 +168,6 @@ def test_failed_job_fails_the_upgrade_early_and_rolls_back(sim) -> None:
     _assert_dependents_blocked(result)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="maxHistory is parsed but not applied: helm-controller sets upgrade/rollback "
-    "MaxHistory = spec.maxHistory (default 5), and helm pkg/storage/storage.go Create prunes to "
-    "maxHistory-1 before each new record (keeping the last deployed), so 9 revisions leave 5..9",
-)
 def test_helm_history_is_pruned_to_max_history(sim) -> None:
     # fluxcd/helm-controller internal/action/upgrade.go, rollback.go: MaxHistory = GetMaxHistory()
     o = release(sim(SEED1, "cilium-always", MIGRATE_FAILS, upgrade=True))

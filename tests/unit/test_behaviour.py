@@ -456,3 +456,22 @@ def test_invalid_inline_manifest_is_noted_not_fatal() -> None:
     main = model_pod(_pod(containers=containers), BehaviourContext()).container("main")
     assert main.applies == ()
     assert any("not valid YAML or JSON" in n for n in main.notes)
+
+
+def test_kubectl_request_timeout_bounds_each_probe_of_a_wait_loop() -> None:
+    from helmsim.cluster.behaviour import parse_wait_loop
+
+    script = "until kubectl get --raw /version --request-timeout=5s >/dev/null; do sleep 2; done"
+    loop, _ = parse_wait_loop(script, namespace="kagent", cluster_domain="cluster.local")
+    assert loop is not None and loop.probe_timeout == 5.0 and loop.interval == 2.0
+    loop, _ = parse_wait_loop(script.replace("=5s", " 7"), namespace="kagent", cluster_domain="cluster.local")
+    assert loop is not None and loop.probe_timeout == 7.0
+
+
+def test_shell_variables_holding_a_manifest_are_expanded() -> None:
+    from helmsim.cluster.behaviour import expand_simple_vars
+
+    script = "claim='{\"kind\":\"PersistentVolumeClaim\"}'\nprintf '%s\\n' \"$claim\" | kubectl apply -f -\necho ${claim}x $claimed"
+    out = expand_simple_vars(script)
+    assert "printf '%s\\n' '{\"kind\":\"PersistentVolumeClaim\"}' | kubectl apply -f -" in out
+    assert "$claimed" in out  # a longer name is not touched

@@ -26,13 +26,16 @@ class SimFormat(str, Enum):
     html = "html"
 
 
-def _seconds(text: str | None, default: float, flag: str) -> float:
+def _seconds(text: str | None, default: float, flag: str, *, positive: bool = False) -> float:
     if text is None:
         return default
     try:
-        return to_seconds(text)
+        value = to_seconds(text)
     except ValueError as err:
         raise InputError(f"{flag} {text!r}: {err}") from None
+    if positive and value <= 0:
+        raise InputError(f"{flag} {text!r}: must be longer than 0s")
+    return value
 
 
 def build_inputs(
@@ -157,7 +160,7 @@ def simulate_cmd(
     result = simulate(
         prof,
         releases,
-        horizon=_seconds(horizon, DEFAULT_HORIZON, "--horizon"),
+        horizon=_seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True),
         seed=seed,
         unmapped_ready_after=_seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
     )
@@ -169,10 +172,13 @@ def simulate_cmd(
 
         _emit_html(render_html(result), output or "-")
     elif output:
+        import io
+
         from rich.console import Console
 
-        with open(output, "w", encoding="utf-8") as fh:
-            report.render_text(result, Console(file=fh, width=160, highlight=False, soft_wrap=True), full_timeline=full_timeline)
+        buf = io.StringIO()
+        report.render_text(result, Console(file=buf, width=160, highlight=False, soft_wrap=True), full_timeline=full_timeline)
+        _emit(buf.getvalue(), output)
     else:
         report.render_text(result, console, full_timeline=full_timeline)
     if any(o.simulated and o.outcome != "Ready" for o in result.releases):
@@ -190,7 +196,10 @@ def _emit_html(text: str, output: str) -> None:
 
 
 def _emit(text: str, output: str | None) -> None:
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
+    if output and output != "-":
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as err:
+            raise InputError(f"cannot write the report: {err.strerror}", file=output) from None
     else:
         console.out(text, end="", highlight=False)

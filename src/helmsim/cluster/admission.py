@@ -139,6 +139,9 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
     namespace = str(meta.get("namespace") or "")
     if scope == "Namespaced" and namespace:
         _check_namespace(sim, namespace, api_version, kind, str(meta.get("name", "")))
+    if kind == "Namespace" and api_version == "v1":
+        # pkg/registry/core/namespace/strategy.go PrepareForCreate: the immutable name label
+        meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = str(meta.get("name", ""))
     if kind == "PersistentVolumeClaim" and api_version == "v1":
         _default_claim(sim, out)
     elif kind == "PersistentVolume" and api_version == "v1":

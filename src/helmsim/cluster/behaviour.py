@@ -780,6 +780,26 @@ def _flag_value(tokens: Sequence[str], *flags: str) -> float | None:
     return None
 
 
+def _kubectl_timeout(tokens: list[str]) -> float:
+    """kubectl's ``--request-timeout`` (k8s.io/cli-runtime genericclioptions: a bare number is
+    seconds, else a Go duration; 0 means no timeout), bounding each probe; else the dial timeout."""
+    from helmsim.cluster.latency import to_seconds
+
+    for i, tok in enumerate(tokens):
+        value: str | None = None
+        if tok.startswith("--request-timeout="):
+            value = tok.split("=", 1)[1]
+        elif tok == "--request-timeout" and i + 1 < len(tokens):
+            value = tokens[i + 1]
+        if value is not None:
+            try:
+                seconds = to_seconds(float(value) if value.replace(".", "", 1).isdigit() else value)
+            except ValueError:
+                return DEFAULT_CONNECT_TIMEOUT
+            return seconds if seconds > 0 else DEFAULT_CONNECT_TIMEOUT
+    return DEFAULT_CONNECT_TIMEOUT
+
+
 def _probe_target(probe: str, namespace: str, domain: str) -> tuple[Need, float, str] | None:
     try:
         tokens = shlex.split(probe)
@@ -790,7 +810,7 @@ def _probe_target(probe: str, namespace: str, domain: str) -> tuple[Need, float,
     cmd = tokens[0].rsplit("/", 1)[-1]
     if cmd == "kubectl":
         # client-go transport: 30 s dial timeout (k8s.io/client-go transport/cache.go).
-        return Need("kube-apiserver"), DEFAULT_CONNECT_TIMEOUT, f"polls `{probe}`"
+        return Need("kube-apiserver"), _kubectl_timeout(tokens), f"polls `{probe}`"
     if cmd in ("nc", "ncat", "netcat"):
         args = [t for t in tokens[1:] if not t.startswith("-")]
         wait = _flag_value(tokens, "-w")

@@ -1,8 +1,9 @@
 """The simulation: a SimPy clock, the API store, the trace, and the controllers.
 
-SimPy was chosen by measurement (``benchmarks/engine_clock.py``): ~700k process timeouts per
-second on one core, and processes written as generators suit Helm actions and the kubelet. Time
-is in simulated seconds from 0; objects carry RFC3339 timestamps from a fixed epoch.
+SimPy was chosen by measurement (``benchmarks/engine_clock.py`` prints SimPy against a bare heapq
+scheduler): the clock is a small share of a run's cost either way, and processes written as
+generators suit Helm actions and the kubelet. Time is in simulated seconds from 0; objects carry
+RFC3339 timestamps from a fixed epoch.
 """
 
 from __future__ import annotations

@@ -25,7 +25,9 @@ DEFAULT_RETRY_INTERVAL = 300.0  # api/v2 Strategy.RetryInterval default 5m
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    # Unknown fields are errors, as kubectl's strict field validation reports them; fields of the
+    # v2 API that do not change a rollout are accepted and ignored (declared as ``Any``).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
 class Remediation(_Model):
@@ -60,27 +62,48 @@ class Action(_Model):
     create_namespace: bool = Field(default=False, alias="createNamespace")
     enable: bool = False
     ignore_failures: bool = Field(default=False, alias="ignoreFailures")
+    # accepted, not modelled
+    disable_take_ownership: Any = Field(default=None, alias="disableTakeOwnership")
+    disable_open_api_validation: Any = Field(default=None, alias="disableOpenAPIValidation")
+    disable_schema_validation: Any = Field(default=None, alias="disableSchemaValidation")
+    replace: Any = None
+    skip_crds: Any = Field(default=None, alias="skipCRDs")
+    server_side_apply: Any = Field(default=None, alias="serverSideApply")
+    preserve_values: Any = Field(default=None, alias="preserveValues")
+    chart_name_change_strategy: Any = Field(default=None, alias="chartNameChangeStrategy")
+    recreate: Any = None
+    deletion_propagation: Any = Field(default=None, alias="deletionPropagation")
+    filters: Any = None
 
 
 class Dependency(_Model):
     name: str
     namespace: str | None = None
+    ready_expr: Any = Field(default=None, alias="readyExpr")
 
 
 class SourceRef(_Model):
     kind: str = "HelmRepository"
     name: str = ""
     namespace: str | None = None
+    api_version: Any = Field(default=None, alias="apiVersion")
 
 
 class ChartSpec(_Model):
     chart: str = ""
     version: str | None = None
     source_ref: SourceRef = Field(default=SourceRef(), alias="sourceRef")
+    interval: Any = None
+    reconcile_strategy: Any = Field(default=None, alias="reconcileStrategy")
+    values_files: Any = Field(default=None, alias="valuesFiles")
+    values_file: Any = Field(default=None, alias="valuesFile")
+    ignore_missing_values_files: Any = Field(default=None, alias="ignoreMissingValuesFiles")
+    verify: Any = None
 
 
 class ChartTemplate(_Model):
     spec: ChartSpec = ChartSpec()
+    metadata: Any = None
 
 
 class ValuesReference(_Model):
@@ -114,6 +137,15 @@ class Spec(_Model):
     values_from: tuple[ValuesReference, ...] = Field(default=(), alias="valuesFrom")
     wait_strategy: WaitStrategy = Field(default=WaitStrategy(), alias="waitStrategy")
     suspend: bool = False
+    # accepted, not modelled
+    kube_config: Any = Field(default=None, alias="kubeConfig")
+    service_account_name: Any = Field(default=None, alias="serviceAccountName")
+    persistent_client: Any = Field(default=None, alias="persistentClient")
+    drift_detection: Any = Field(default=None, alias="driftDetection")
+    post_renderers: Any = Field(default=None, alias="postRenderers")
+    post_render_strategy: Any = Field(default=None, alias="postRenderStrategy")
+    common_metadata: Any = Field(default=None, alias="commonMetadata")
+    health_check_exprs: Any = Field(default=None, alias="healthCheckExprs")
 
 
 class HelmRelease(_Model):
@@ -182,14 +214,22 @@ def is_helmrelease(obj: Mapping[str, Any]) -> bool:
 def parse_helmrelease(obj: Mapping[str, Any], *, source: str = "", line: int | None = None) -> HelmRelease:
     """Validate a HelmRelease object; errors name the file, line and field."""
     meta = obj.get("metadata") or {}
-    try:
-        return HelmRelease(
-            name=str(meta.get("name", "")),
-            namespace=str(meta.get("namespace") or "default"),
-            spec=obj.get("spec") or {},
-            source=source,
+    name, namespace = meta.get("name"), meta.get("namespace", "default")
+    where = {"file": source or None, "line": line}
+    if not isinstance(name, str) or not name:
+        raise InputError("HelmRelease has no metadata.name (a string)", **where)
+    if not isinstance(namespace, str) or not namespace:
+        # the API server: cannot unmarshal <type> into Go struct field ObjectMeta.namespace
+        raise InputError(
+            f"HelmRelease {name}: metadata.namespace must be a string, got {namespace!r} "
+            "(quote it: YAML reads y/yes/on as booleans)",
+            **where,
         )
+    try:
+        return HelmRelease(name=name, namespace=namespace, spec=obj.get("spec") or {}, source=source)
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"HelmRelease {meta.get('name')}: {where}: {first['msg']}", file=source or None, line=line) from None
+        path = ".".join(str(p) for p in first["loc"])
+        if first["type"] == "extra_forbidden":
+            raise InputError(f'HelmRelease {name}: unknown field "{path}"', **where) from None
+        raise InputError(f"HelmRelease {name}: {path}: {first['msg']}", **where) from None

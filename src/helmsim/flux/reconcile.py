@@ -116,6 +116,8 @@ class Reconciler:
             wait_for_jobs=not spec.disable_wait_for_jobs,
             disable_hooks=spec.disable_hooks,
             server_side=True,
+            # internal/action/upgrade.go, rollback.go: MaxHistory = GetMaxHistory()
+            max_history=self.hr.spec.max_history if action in ("upgrade", "rollback") else 0,
         )
 
     def _release_label(self, chart: ChartRelease) -> str:

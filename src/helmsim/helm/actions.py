@@ -43,6 +43,7 @@ class ActionOptions:
     disable_hooks: bool = False
     server_side: bool = True
     take_ownership: bool = True
+    max_history: int = 0  # helm-controller passes spec.maxHistory (default 5) to upgrade/rollback
 
 
 @dataclass(frozen=True)
@@ -448,7 +449,7 @@ def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
         description="Preparing upgrade", apply_method=current.apply_method,
         first_deployed=current.first_deployed, last_deployed=sim.now,
     )
-    ctx.storage.add(rel)
+    ctx.storage.add(rel, opts.max_history)
     start = sim.log(ctx.actor, "action-start", rel.id, f"upgrade {rel.id} ({spec.chart})", action="upgrade")
     if not opts.disable_hooks:
         err = yield from exec_hooks(ctx, rel, spec.hooks, "pre-upgrade", opts, start.id)
@@ -540,7 +541,7 @@ def rollback(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions) -
         description=f"Rollback to {target_rev.revision}", apply_method=current.apply_method,
         first_deployed=target_rev.first_deployed, last_deployed=sim.now,
     )
-    ctx.storage.add(rel)
+    ctx.storage.add(rel, opts.max_history)
     start = sim.log(ctx.actor, "action-start", rel.id, f"rollback {namespace}/{name} to revision {target_rev.revision}", action="rollback")
     if not opts.disable_hooks:
         err = yield from exec_hooks(ctx, rel, rel.hooks, "pre-rollback", opts, start.id)

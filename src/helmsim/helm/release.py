@@ -63,8 +63,21 @@ class ReleaseStorage:
     def history(self, namespace: str, name: str) -> list[Release]:
         return list(self._history.get((namespace, name), ()))
 
-    def add(self, rel: Release) -> None:
-        self._history.setdefault((rel.namespace, rel.name), []).append(rel)
+    def add(self, rel: Release, max_history: int = 0) -> None:
+        """Record a new revision, first pruning to ``max_history - 1`` older ones (0: unlimited).
+
+        helm/helm pkg/storage/storage.go Create → removeLeastRecent: the oldest revisions go
+        first, but never the last deployed one.
+        """
+        hist = self._history.setdefault((rel.namespace, rel.name), [])
+        if max_history > 0:
+            deployed = next((r for r in reversed(hist) if r.status == "deployed"), None)
+            while len(hist) > max_history - 1:
+                victim = next((r for r in hist if r is not deployed), None)
+                if victim is None:
+                    break
+                hist.remove(victim)
+        hist.append(rel)
 
     def last(self, namespace: str, name: str) -> Release | None:
         hist = self._history.get((namespace, name))
