@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from helmsim.cli import check as _check  # noqa: F401
 from helmsim.cli import diff as _diff  # noqa: F401
 from helmsim.cli import plan as _plan  # noqa: F401
 from helmsim.cli import profiles as _profiles  # noqa: F401

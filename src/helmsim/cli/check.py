@@ -1,0 +1,200 @@
+"""``helmsim check``: findings with causal chains and verified fixes across a profile matrix."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from helmsim import render as rendering
+from helmsim.cli import options
+from helmsim.cli.app import command, console
+from helmsim.cli.simulate import build_inputs
+from helmsim.cluster.latency import to_seconds
+from helmsim.cluster.profile import load_profile
+from helmsim.config import config_for
+from helmsim.diagnose.check import CheckOptions, run_check
+from helmsim.errors import InputError
+from helmsim.report import findings as text_report
+from helmsim.report import junit, sarif
+from helmsim.report.atomic import write_atomic
+from helmsim.simulate import DEFAULT_HORIZON
+
+DEFAULT_PROFILES = ("kind", "cilium-default", "cilium-always", "eks-gp3")
+
+
+class CheckFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    junit = "junit"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    never = "never"
+
+
+@command("check")
+def check_cmd(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="Chart directory or .tgz, or a directory/file of Flux objects (HelmReleases)."
+        ),
+    ],
+    values: options.Values = None,
+    set_: options.Set = None,
+    profile: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--profile",
+            "-p",
+            help="Cluster profile (repeatable); default: kind, cilium-default, cilium-always, eks-gp3.",
+            metavar="NAME|FILE",
+        ),
+    ] = None,
+    helmrelease: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--helmrelease",
+            help="HelmRelease YAML file or directory (repeatable).",
+            metavar="FILE|DIR",
+        ),
+    ] = None,
+    chart: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--chart",
+            help="Map a HelmRelease's chart to a local chart (repeatable).",
+            metavar="NAME=PATH",
+        ),
+    ] = None,
+    release_name: Annotated[
+        str | None,
+        typer.Option("--release-name", help="Release name when no HelmRelease is given."),
+    ] = None,
+    namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
+    upgrade_from: Annotated[
+        str | None,
+        typer.Option(
+            "--upgrade-from",
+            help="Install this previous chart (or rendered manifest) first, then upgrade.",
+            metavar="CHART|FILE|DIR",
+        ),
+    ] = None,
+    upgrade_from_values: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--upgrade-from-values",
+            help="Values of the previous release (repeatable).",
+            metavar="FILE",
+        ),
+    ] = None,
+    upgrade_from_set: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--upgrade-from-set", help="--set of the previous release (repeatable).", metavar="K=V"
+        ),
+    ] = None,
+    fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output", "-o", help="Write the report to this file (atomically).", metavar="FILE"
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a finding is at or above this severity (default error, or failOn in .helmsim.yaml).",
+        ),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            help="Config file (default: the nearest .helmsim.yaml from the chart upward).",
+            metavar="FILE",
+        ),
+    ] = None,
+    no_verify: Annotated[
+        bool, typer.Option("--no-verify", help="Do not re-simulate the fixes.")
+    ] = False,
+    horizon: Annotated[
+        str | None,
+        typer.Option(
+            "--horizon", help="Simulated time limit per run (default 1h).", metavar="DURATION"
+        ),
+    ] = None,
+) -> None:
+    """Simulate each profile of the matrix, report findings with their causal chains, and check the fixes.
+
+    Exit code 0 when no finding is at or above --fail-on, 1 when one is, 2 on bad input.
+    """
+    cfg = config_for(target, config)
+    names = list(profile or cfg.profiles or DEFAULT_PROFILES)
+    profiles = [load_profile(n) for n in names]
+    seen: set[str] = set()
+    for p in profiles:
+        if p.name in seen:
+            raise InputError(f"--profile {p.name} given twice")
+        seen.add(p.name)
+    releases = build_inputs(
+        target,
+        values=values or [],
+        sets=set_ or [],
+        helmrelease=helmrelease or [],
+        charts=chart or [],
+        release_name=release_name,
+        namespace=namespace,
+        upgrade_from=upgrade_from,
+        upgrade_from_values=upgrade_from_values or [],
+        upgrade_from_set=upgrade_from_set or [],
+    )
+    limit = DEFAULT_HORIZON
+    if horizon is not None:
+        try:
+            limit = to_seconds(horizon)
+        except ValueError as err:
+            raise InputError(f"--horizon {horizon!r}: {err}") from None
+    level = (fail_on.value if fail_on else None) or cfg.fail_on or "error"
+    report = run_check(
+        releases,
+        profiles,
+        config=cfg,
+        options=CheckOptions(horizon=limit, verify_fixes=not no_verify),
+    )
+    if fmt is CheckFormat.json:
+        _emit(text_report.to_json(report, fail_on=level), output)
+    elif fmt is CheckFormat.sarif:
+        _emit(sarif.to_json(report, base=Path.cwd()), output)
+    elif fmt is CheckFormat.junit:
+        _emit(junit.to_xml(report, fail_on=level), output)
+    elif output:
+        from io import StringIO
+
+        from rich.console import Console
+
+        buf = StringIO()
+        text_report.render_text(
+            report,
+            Console(file=buf, width=160, highlight=False, soft_wrap=True, no_color=True),
+            fail_on=level,
+        )
+        write_atomic(output, buf.getvalue())
+    else:
+        text_report.render_text(report, console, fail_on=level)
+    if report.at_or_above(level):
+        raise typer.Exit(1)
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        write_atomic(output, text)
+    else:
+        console.out(text, end="", highlight=False)

@@ -1,0 +1,179 @@
+"""``.helmsim.yaml``: the check's profiles, rule severities and ignores, found upward from the chart.
+
+```yaml
+profiles: [kind, cilium-always]          # the matrix when --profile is not given
+failOn: error                            # error | warning | never (the CLI flag wins)
+rules:
+  HS112: off                             # off | note | warning | error (id or slug)
+  workload-before-policy: error
+ignore:
+  - rule: HS102                          # id or slug; required
+    object: PersistentVolumeClaim/*/hf-cache   # glob on Kind/ns/name; optional
+    release: agent-platform/*            # glob on the HelmRelease ns/name; optional
+    reason: the claim is bound by another release   # required
+```
+Errors name the file and the line of the offending key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from helmsim.errors import InputError
+
+CONFIG_NAME = ".helmsim.yaml"
+SeverityName = Literal["off", "note", "warning", "error"]
+
+
+class Ignore(BaseModel):
+    """One suppression: a rule, optionally narrowed to objects and releases, with a reason."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: str = Field(min_length=1)
+    object: str = "*"
+    release: str = "*"
+    reason: str = Field(min_length=1)
+
+    def matches(self, rule_id: str, slug: str, obj: str, release: str) -> bool:
+        return (
+            self.rule in (rule_id, slug)
+            and fnmatch.fnmatchcase(obj, self.object)
+            and fnmatch.fnmatchcase(release, self.release)
+        )
+
+
+class Config(BaseModel):
+    """The validated contents of ``.helmsim.yaml`` (every key optional)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    profiles: tuple[str, ...] = ()
+    fail_on: Literal["error", "warning", "never"] | None = Field(default=None, alias="failOn")
+    rules: dict[str, SeverityName] = Field(default_factory=dict)
+    ignore: tuple[Ignore, ...] = ()
+    source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _yaml_off(cls, v: Any) -> Any:
+        # YAML 1.1 reads a bare `off` as the boolean false.
+        if isinstance(v, dict):
+            return {k: ("off" if val is False else val) for k, val in v.items()}
+        return v
+
+    def severity_for(self, rule_id: str, slug: str) -> SeverityName | None:
+        """The configured severity of a rule (by id or slug), ``None`` when not configured."""
+        return self.rules.get(rule_id) or self.rules.get(slug)
+
+    def ignored(self, rule_id: str, slug: str, obj: str, release: str) -> str | None:
+        """The reason a finding is ignored by this file, if it is."""
+        for ig in self.ignore:
+            if ig.matches(rule_id, slug, obj, release):
+                return ig.reason
+        return None
+
+
+def discover(start: str | Path) -> Path | None:
+    """The nearest ``.helmsim.yaml`` in ``start`` (a directory, or a file's directory) or above."""
+    p = Path(start).resolve()
+    here = p if p.is_dir() else p.parent
+    for d in (here, *here.parents):
+        candidate = d / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: str | Path) -> Config:
+    """Parse and validate a config file; bad input raises ``InputError`` with file and line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot read: {err}", file=str(p)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise InputError(
+            f"not valid YAML: {getattr(err, 'problem', err)}",
+            file=str(p),
+            line=mark.line + 1 if mark else None,
+        ) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError("must be a mapping (profiles, failOn, rules, ignore)", file=str(p), line=1)
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        loc = [part for part in first["loc"]]
+        line = _line_of(text, loc)
+        where = ".".join(str(x) if not isinstance(x, int) else f"[{x}]" for x in loc).replace(
+            ".[", "["
+        )
+        raise InputError(f"{where}: {first['msg']}", file=str(p), line=line) from None
+    _check_rules(cfg, text, str(p))
+    return cfg.model_copy(update={"source": str(p)})
+
+
+def _check_rules(cfg: Config, text: str, path: str) -> None:
+    from helmsim.diagnose.registry import lookup
+
+    for key in cfg.rules:
+        if lookup(key) is None:
+            raise InputError(
+                f"rules.{key}: no such rule (ids HS1xx or slugs; see docs/rules/)",
+                file=path,
+                line=_line_of(text, ["rules", key]),
+            )
+    for i, ig in enumerate(cfg.ignore):
+        if lookup(ig.rule) is None:
+            raise InputError(
+                f"ignore[{i}].rule: no such rule {ig.rule!r}",
+                file=path,
+                line=_line_of(text, ["ignore", i, "rule"]),
+            )
+
+
+def _line_of(text: str, loc: Sequence[Any]) -> int | None:
+    """The 1-based line of the deepest key of ``loc`` that exists in the YAML text."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = None
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == str(part):
+                    line, nxt = k.start_mark.line + 1, v
+                    break
+            node = nxt
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+        if node is None:
+            break
+    return line
+
+
+def config_for(target: str, explicit: str | None = None) -> Config:
+    """The config of a check: ``explicit`` if given, else the one discovered from ``target``."""
+    if explicit:
+        return load_config(explicit)
+    found = discover(target)
+    return load_config(found) if found else Config()

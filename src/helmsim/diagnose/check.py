@@ -1,0 +1,313 @@
+"""``helmsim check``: simulate every profile of a matrix, run the rules, merge, verify fixes.
+
+Per profile: one nominal simulation (:func:`helmsim.simulate.simulate`); when a pod came up
+before its granting policy was in effect but nothing was denied, one more under tight timing
+(images on the node, policy propagation at its upper bound) so races that only bite sometimes
+are reported as warnings ("Ready by luck of timing"). Candidates merge into one finding per
+(rule, release, object) with an occurrence per profile. Each mechanical fix is applied to the
+rendered resources and re-simulated under every profile of the matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from helmsim.cluster.profile import ClusterProfile
+from helmsim.config import Config
+from helmsim.diagnose import fixes as fixlib
+from helmsim.diagnose.context import ProfileRun
+from helmsim.diagnose.model import Candidate, Finding, Fix, FixCheck, Occurrence, Severity, Step
+from helmsim.diagnose.registry import RuleSpec, all_rules
+from helmsim.diagnose.rules.network import has_race_window
+from helmsim.diagnose.runner import render_all, run_nominal, run_tight, run_transformed
+from helmsim.flux.helmrelease import HelmRelease
+from helmsim.simulate import DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome
+
+IGNORE_ANNOTATION = "helmsim.dev/ignore"
+RACE_RULES = ("HS101", "HS112")
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Knobs of a check run."""
+
+    horizon: float = DEFAULT_HORIZON
+    verify_fixes: bool = True
+    tight: bool = True
+
+
+@dataclass
+class CheckReport:
+    """Outcomes per (release, profile), findings (worst first) and the suppressed ones."""
+
+    profiles: list[str]
+    releases: list[str]
+    outcomes: dict[tuple[str, str], ReleaseOutcome]
+    findings: list[Finding]
+    suppressed: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def at_or_above(self, level: str) -> list[Finding]:
+        """Unsuppressed findings at or above ``level`` (``never``: none)."""
+        if level == "never":
+            return []
+        floor = Severity.parse(level)
+        return [f for f in self.findings if f.severity >= floor]
+
+    def findings_for(self, release: str, profile: str) -> list[Finding]:
+        return [f for f in self.findings if f.release == release and profile in f.profiles]
+
+
+def run_check(
+    releases: Sequence[ReleaseInput],
+    profiles: Sequence[ClusterProfile],
+    *,
+    config: Config | None = None,
+    options: CheckOptions | None = None,
+) -> CheckReport:
+    """Simulate ``releases`` under each profile, run every rule, and verify the fixes."""
+    config = config or Config()
+    options = options or CheckOptions()
+    rules = [r for r in all_rules() if config.severity_for(r.id, r.slug) != "off"]
+    runs: dict[str, ProfileRun] = {}
+    candidates: list[tuple[str, Candidate]] = []
+    notes: list[str] = []
+    for profile in profiles:
+        charts = render_all(profile, releases)
+        nominal = run_nominal(profile, releases, horizon=options.horizon, charts=charts)
+        runs[profile.name] = nominal
+        found = _run_rules(rules, nominal)
+        if (
+            options.tight
+            and not any(c.rule in RACE_RULES for c in found)
+            and (has_race_window(nominal) or _has_policies(nominal))
+        ):
+            tight = run_tight(profile, releases, horizon=options.horizon, charts=charts)
+            for c in _run_rules([r for r in rules if r.id in RACE_RULES], tight):
+                c.severity = min(c.severity, Severity.warning)
+                found.append(c)
+        for c in found:
+            c.chain = _tidy(c.chain)
+        candidates.extend((profile.name, c) for c in _drop_covered(found))
+        for r in nominal.result.notes:
+            if r not in notes:
+                notes.append(r)
+    findings = _merge(candidates, runs, config)
+    kept = [f for f in findings if f.suppressed is None]
+    suppressed = [f for f in findings if f.suppressed is not None]
+    if options.verify_fixes:
+        _verify(kept, runs, releases, profiles, options, rules)
+    outcomes = {
+        (f"{o.namespace}/{o.name}", name): o
+        for name, run in runs.items()
+        for o in run.result.releases
+    }
+    return CheckReport(
+        profiles=[p.name for p in profiles],
+        releases=[r.hr.ref for r in releases],
+        outcomes=outcomes,
+        findings=sorted(kept, key=lambda f: f.sort_key),
+        suppressed=sorted(suppressed, key=lambda f: f.sort_key),
+        notes=notes,
+    )
+
+
+def _tidy(chain: list[Step]) -> list[Step]:
+    """Chronological (stable for equal times), each trace event once."""
+    seen: set[int] = set()
+    out: list[Step] = []
+    for s in sorted(chain, key=lambda s: s.time):
+        if s.event_id is not None:
+            if s.event_id in seen:
+                continue
+            seen.add(s.event_id)
+        out.append(s)
+    return out
+
+
+POLICY_KINDS = ("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
+
+
+def _has_policies(run: ProfileRun) -> bool:
+    """The release ships network policies and the profile enforces them: races may hide."""
+    if not run.profile.cni.enforces_policies:
+        return False
+    return any(r.kind in POLICY_KINDS for chart in run.charts.values() for r in chart.resources)
+
+
+def _run_rules(rules: Sequence[RuleSpec], run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    for spec in rules:
+        out.extend(spec.check(run))
+    return out
+
+
+def _drop_covered(found: list[Candidate]) -> list[Candidate]:
+    """HS100 only where no other error names the release."""
+    explained = {c.release for c in found if c.rule != "HS100" and c.severity >= Severity.error}
+    return [c for c in found if c.rule != "HS100" or c.release not in explained]
+
+
+def _annotation_ignores(run: ProfileRun, obj: str) -> dict[str, str]:
+    located = run.resource(obj)
+    if located is None:
+        return {}
+    raw = located[1].annotations.get(IGNORE_ANNOTATION, "")
+    out: dict[str, str] = {}
+    for part in raw.replace(";", "\n").splitlines():
+        rule_ref, sep, reason = part.partition("=")
+        if rule_ref.strip():
+            out[rule_ref.strip()] = reason.strip() if sep else ""
+    return out
+
+
+def _merge(
+    candidates: list[tuple[str, Candidate]], runs: dict[str, ProfileRun], config: Config
+) -> list[Finding]:
+    from helmsim.diagnose.registry import RULES
+
+    merged: dict[tuple[str, str, str], Finding] = {}
+    for profile, c in candidates:
+        spec = RULES[c.rule]
+        configured = config.severity_for(spec.id, spec.slug)
+        severity = Severity.parse(configured) if configured and configured != "off" else c.severity
+        run = runs[profile]
+        key = (c.rule, c.release, c.obj)
+        finding = merged.get(key)
+        if finding is None:
+            located = run.resource(c.obj)
+            loc = run.location(c.release, located[1]) if located else run.hr_location(c.release)
+            finding = Finding(spec.id, spec.slug, c.release, loc, [])
+            ann = _annotation_ignores(run, c.obj)
+            reason = ann.get(spec.id, ann.get(spec.slug))
+            if reason is not None:
+                finding.suppressed = f"{IGNORE_ANNOTATION}: {reason or '(no reason given)'}"
+            elif (cfg_reason := config.ignored(spec.id, spec.slug, c.obj, c.release)) is not None:
+                finding.suppressed = f"{config.source or '.helmsim.yaml'}: {cfg_reason}"
+            merged[key] = finding
+        occ = Occurrence(
+            profile, severity, run.outcome(c.release).outcome, c.message, c.chain, c.variant
+        )
+        same = next((i for i, o in enumerate(finding.occurrences) if o.profile == profile), None)
+        if same is None:
+            finding.occurrences.append(occ)
+        elif occ.severity > finding.occurrences[same].severity:
+            finding.occurrences[same] = occ
+        for fx in c.fixes:
+            if not any(
+                f.summary == fx.summary or (fx.key and f.key == fx.key) for f in finding.fixes
+            ):
+                finding.fixes.append(Fix(fx.summary, fx.key))
+    return list(merged.values())
+
+
+def _verify(
+    findings: list[Finding],
+    runs: dict[str, ProfileRun],
+    releases: Sequence[ReleaseInput],
+    profiles: Sequence[ClusterProfile],
+    options: CheckOptions,
+    rules: Sequence[RuleSpec],
+) -> None:
+    """Re-simulate each mechanical fix under every profile where its finding occurs."""
+    memo: dict[tuple[str, str, bool], ProfileRun] = {}
+    by_id = {r.id: r for r in rules}
+    by_name = {p.name: p for p in profiles}
+    for finding in findings:
+        for fx in finding.fixes:
+            transform = fixlib.transform_for(fx.key) if fx.key else None
+            if transform is None:
+                continue
+            for name in finding.profiles:
+                fx.checks.append(
+                    _check_fix(
+                        fx.key or "",
+                        transform,
+                        by_name[name],
+                        releases,
+                        options,
+                        by_id[finding.rule],
+                        finding,
+                        memo,
+                    )
+                )
+
+
+def _first_attempt_only(hr: HelmRelease) -> HelmRelease:
+    """No remediation retries: a fix must converge on its first attempt, not by luck of a retry."""
+    spec = hr.spec
+    updates = {
+        a: getattr(spec, a).model_copy(
+            update={"remediation": getattr(spec, a).remediation.model_copy(update={"retries": 0})}
+        )
+        for a in ("install", "upgrade")
+    }
+    return hr.model_copy(update={"spec": spec.model_copy(update=updates)})
+
+
+def _fixed_run(
+    fix_key: str,
+    transform: fixlib.FixTransform,
+    profile: ClusterProfile,
+    releases: Sequence[ReleaseInput],
+    options: CheckOptions,
+    tight: bool,
+    memo: dict[tuple[str, str, bool], ProfileRun],
+) -> ProfileRun:
+    key = (fix_key, profile.name, tight)
+    if key not in memo:
+        user = transform.helmreleases
+
+        def hrs(hr: HelmRelease) -> HelmRelease:
+            return _first_attempt_only(user(hr) if user else hr)
+
+        memo[key] = run_transformed(
+            profile,
+            releases,
+            transform=transform.charts,
+            hr_transform=hrs,
+            tight=tight,
+            horizon=options.horizon,
+            variant="fix-tight" if tight else "fix",
+        )
+    return memo[key]
+
+
+def _check_fix(
+    fix_key: str,
+    transform: fixlib.FixTransform,
+    profile: ClusterProfile,
+    releases: Sequence[ReleaseInput],
+    options: CheckOptions,
+    spec: RuleSpec,
+    finding: Finding,
+    memo: dict[tuple[str, str, bool], ProfileRun],
+) -> FixCheck:
+    fixed = _fixed_run(fix_key, transform, profile, releases, options, False, memo)
+    outcome = fixed.outcome(finding.release)
+    again = [
+        c
+        for c in spec.check(fixed)
+        if c.obj == finding.location.obj and c.release == finding.release
+    ]
+    if transform.tight and not again and has_race_window(fixed):
+        tight = _fixed_run(fix_key, transform, profile, releases, options, True, memo)
+        again = [
+            c
+            for c in spec.check(tight)
+            if c.obj == finding.location.obj and c.release == finding.release
+        ]
+    resolved = not again
+    converges = outcome.outcome == "Ready" and resolved
+    if again:
+        detail = f"{spec.id} still reported: {again[0].message}"
+    elif outcome.outcome != "Ready":
+        detail = (
+            f"{spec.id} resolved, but the release still ends {outcome.outcome}: {outcome.message}"
+        )
+    else:
+        detail = "Ready on the first attempt" + (
+            f" at t={outcome.ready_at:.0f}s" if outcome.ready_at is not None else ""
+        )
+    return FixCheck(profile.name, outcome.outcome, converges, detail, resolved)

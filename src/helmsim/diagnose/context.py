@@ -1,0 +1,263 @@
+"""One finished simulation as the rules query it: the trace, the rendered resources, the outcomes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from helmsim.cluster.profile import ClusterProfile
+from helmsim.cluster.trace import Trace, TraceEvent
+from helmsim.diagnose.model import Location, Step, step
+from helmsim.helm.actions import ChartRelease
+from helmsim.manifests import Resource
+from helmsim.simulate import ReleaseInput, ReleaseOutcome, SimulationResult
+
+
+@dataclass
+class ProfileRun:
+    """A simulation under one profile plus what produced it."""
+
+    profile: ClusterProfile
+    inputs: list[ReleaseInput]
+    result: SimulationResult
+    charts: dict[str, ChartRelease]
+    previous: dict[str, ChartRelease] = field(default_factory=dict)
+    variant: str = "nominal"
+
+    # --- lookups ---------------------------------------------------------------------------------
+    @property
+    def trace(self) -> Trace:
+        return self.result.trace
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    def input(self, hr_ref: str) -> ReleaseInput:
+        return next(r for r in self.inputs if r.hr.ref == hr_ref)
+
+    def outcome(self, hr_ref: str) -> ReleaseOutcome:
+        return next(o for o in self.result.releases if f"{o.namespace}/{o.name}" == hr_ref)
+
+    def ready(self, hr_ref: str) -> bool:
+        return self.outcome(hr_ref).outcome == "Ready"
+
+    def label(self, hr_ref: str) -> str:
+        """The Helm release as Flux names it: ``<targetNamespace>/<releaseName>``."""
+        hr = self.input(hr_ref).hr
+        return f"{hr.target_namespace}/{hr.release_name}"
+
+    @cached_property
+    def _by_ref(self) -> dict[str, tuple[str, Resource]]:
+        out: dict[str, tuple[str, Resource]] = {}
+        for hr_ref, chart in self.charts.items():
+            for res in (*chart.crds, *chart.resources):
+                out.setdefault(res.ref, (hr_ref, res))
+        return out
+
+    def resource(self, obj: str) -> tuple[str, Resource] | None:
+        """``(HelmRelease ref, Resource)`` of a rendered object ``Kind/ns/name``."""
+        return self._by_ref.get(obj)
+
+    def resources(self, hr_ref: str) -> tuple[Resource, ...]:
+        chart = self.charts.get(hr_ref)
+        return chart.resources if chart else ()
+
+    def location(self, hr_ref: str, res: Resource | None, obj: str | None = None) -> Location:
+        """Where ``res`` comes from: its template under the chart directory, best-effort line."""
+        if res is None:
+            hr = self.input(hr_ref).hr
+            return Location(obj or f"HelmRelease/{hr_ref}", hr.source or "", 1)
+        chart = self.input(hr_ref).chart
+        return Location(res.ref, *template_location(chart.path if chart else "", res))
+
+    def hr_location(self, hr_ref: str) -> Location:
+        """The HelmRelease's file and line; without a file (a default release), the chart's
+        Chart.yaml."""
+        r = self.input(hr_ref)
+        if r.hr.source:
+            return Location(f"HelmRelease/{hr_ref}", r.hr.source, _hr_line(r.hr.source, r.hr.name))
+        chart = Path(r.chart.path) if r.chart else None
+        if chart is not None and (chart / "Chart.yaml").is_file():
+            return Location(f"HelmRelease/{hr_ref}", str(chart / "Chart.yaml"), 1)
+        return Location(f"HelmRelease/{hr_ref}", str(chart) if chart else "", 1)
+
+    # --- trace queries ---------------------------------------------------------------------------
+    def events(
+        self, *, what: str | None = None, obj: str | None = None, prefix: str | None = None
+    ) -> list[TraceEvent]:
+        return [
+            e
+            for e in self.trace
+            if (what is None or e.what == what)
+            and (obj is None or e.obj == obj)
+            and (prefix is None or e.obj.startswith(prefix))
+        ]
+
+    def first(
+        self, *, what: str | None = None, obj: str | None = None, after: float = -1.0
+    ) -> TraceEvent | None:
+        return next(
+            (
+                e
+                for e in self.trace
+                if (what is None or e.what == what)
+                and (obj is None or e.obj == obj)
+                and e.time >= after
+            ),
+            None,
+        )
+
+    def in_effect_delay(self, policy: str) -> float | None:
+        """Seconds from a policy's creation until it was in effect (from the trace)."""
+        ev = self.first(what="policy-in-effect", obj=policy)
+        created = ev.data.get("created") if ev is not None else None
+        return None if ev is None or created is None else round(ev.time - float(created), 3)
+
+    def created_by_helm(self, obj: str) -> TraceEvent | None:
+        """When Helm created ``obj`` (the first time)."""
+        return next(
+            (e for e in self.trace if e.what == "created" and e.obj == obj and e.actor == "helm"),
+            None,
+        )
+
+    def release_object_of(self, ev: TraceEvent) -> str | None:
+        """The release object (created by Helm) an event derives from, following its causes."""
+        for e in reversed(self.trace.chain(ev.id)):
+            if e.actor == "helm" and e.what == "created" and self.resource(e.obj) is not None:
+                return e.obj
+        return None
+
+    @cached_property
+    def _pod_created(self) -> dict[str, TraceEvent]:
+        out: dict[str, TraceEvent] = {}
+        for e in self.trace:
+            if e.what == "created" and e.obj.startswith("Pod/"):
+                out.setdefault(e.obj, e)
+        return out
+
+    def owner_of_pod(self, pod: str) -> str | None:
+        """The release object whose controller created ``Pod/ns/name``."""
+        created = self._pod_created.get(pod)
+        return self.release_object_of(created) if created is not None else None
+
+    def first_failed_attempt(self, hr_ref: str) -> tuple[TraceEvent, TraceEvent] | None:
+        """``(action-start, release failed)`` of the first install/upgrade that failed."""
+        label = self.label(hr_ref) + ".v"
+        for e in self.trace:
+            if e.what == "release" and e.obj.startswith(label) and e.data.get("status") == "failed":
+                start = self.trace[e.cause] if e.cause is not None else e
+                return start, e
+        return None
+
+    def failure_tail(self, hr_ref: str, *, after: float = -1.0) -> list[Step]:
+        """How the release ended, as chain steps: Helm's error, the HelmRelease's conditions."""
+        out: list[Step] = []
+        attempt = self.first_failed_attempt(hr_ref)
+        if attempt is not None:
+            start, failed = attempt
+            cause = next(
+                (
+                    e
+                    for e in self.trace
+                    if start.time <= e.time <= failed.time
+                    and e.what in ("wait-end", "hook-failed", "apply-error")
+                    and (e.what != "wait-end" or e.data.get("error"))
+                    and e.time >= after
+                ),
+                None,
+            )
+            if cause is not None and cause.what != "wait-end":
+                out.append(step(cause))
+            out.append(
+                step(
+                    failed,
+                    f"Helm release {failed.data.get('status')}: {failed.data.get('error') or failed.message}",
+                )
+            )
+        hr_obj = f"HelmRelease/{hr_ref}"
+        cond = next(
+            (
+                e
+                for e in self.trace
+                if e.obj == hr_obj
+                and e.what == "condition"
+                and e.data.get("status") == "False"
+                and e.data.get("reason") != "DependencyNotReady"
+            ),
+            None,
+        )
+        if cond is not None:
+            out.append(step(cond, _short(cond.message)))
+        stalled = next((e for e in self.trace if e.obj == hr_obj and e.what == "stalled"), None)
+        if stalled is not None:
+            o = self.outcome(hr_ref)
+            out.append(
+                step(
+                    stalled,
+                    f"Stalled {stalled.data.get('reason', '')}: {stalled.message} ({o.attempts} attempts)",
+                )
+            )
+        return out
+
+
+def _short(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- template locations ----------------------------------------------------------------------------
+_DOC_SPLIT = re.compile(r"^---\s*$", re.MULTILINE)
+
+
+def template_location(chart_path: str, res: Resource) -> tuple[str, int]:
+    """``(file, line)`` of ``res`` in its template: the chart directory plus the path Helm
+    names (``<chart>/templates/x.yaml``), and the line of ``kind:`` in the document with the
+    same index (best effort: conditionals can shift documents; falls back to the rendered line)."""
+    path = res.source.path
+    root = Path(chart_path) if chart_path else None
+    if root is not None and root.is_dir() and "/" in path:
+        candidate = root / path.split("/", 1)[1]
+        if candidate.is_file():
+            return str(candidate), _kind_line(
+                candidate, res.source.index, res.kind
+            ) or res.source.line
+    return path, res.source.line
+
+
+def _kind_line(path: Path, index: int, kind: str) -> int | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    lines = text.splitlines()
+    starts = [0] + [i + 1 for i, line in enumerate(lines) if _DOC_SPLIT.match(line)]
+    docs = [
+        (s, (starts[n + 1] - 1) if n + 1 < len(starts) else len(lines))
+        for n, s in enumerate(starts)
+    ]
+    # documents holding a kind: line; the index counts rendered documents, which drop empty ones
+    with_kind = [
+        (s, e) for s, e in docs if any(re.match(r"^kind:\s*", lines[i]) for i in range(s, e))
+    ]
+    ordered = ([with_kind[index]] if index < len(with_kind) else []) + with_kind
+    for s, e in ordered:
+        for i in range(s, e):
+            if re.match(rf"^kind:\s*['\"]?{re.escape(kind)}['\"]?\s*$", lines[i]):
+                return i + 1
+    return None
+
+
+def _hr_line(source: str, name: str) -> int:
+    if not source or not Path(source).is_file():
+        return 1
+    lines = Path(source).read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if re.match(rf"^\s*name:\s*['\"]?{re.escape(name)}['\"]?\s*$", line):
+            # the document's kind: line above it, else the name line
+            for j in range(i, -1, -1):
+                if lines[j].startswith("kind:"):
+                    return j + 1
+            return i + 1
+    return 1

@@ -1,0 +1,201 @@
+"""What ``helmsim check`` reports: findings, their causal chains and their verified fixes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from helmsim.cluster.trace import TraceEvent
+
+
+class Severity(IntEnum):
+    """Ordered so that ``max()`` picks the worst; ``note`` never fails a run."""
+
+    note = 0
+    warning = 1
+    error = 2
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        return cls[text.strip().lower()]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One link of a causal chain: a trace event (or a derived fact) at a simulated time."""
+
+    time: float
+    obj: str
+    text: str
+    event_id: int | None = None
+
+    def __str__(self) -> str:
+        return f"t={_fmt_time(self.time)} {self.obj} {self.text}".replace("  ", " ")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"time": round(self.time, 3), "object": self.obj, "text": self.text}
+        if self.event_id is not None:
+            out["event"] = self.event_id
+        return out
+
+
+def step(ev: TraceEvent, text: str | None = None) -> Step:
+    """A chain step from a trace event, with its own message unless ``text`` says it better."""
+    return Step(ev.time, ev.obj, text if text is not None else ev.message, ev.id)
+
+
+def _fmt_time(t: float) -> str:
+    if t >= 100:
+        return f"{t:.0f}s"
+    return f"{t:.2f}".rstrip("0").rstrip(".") + "s"
+
+
+def chain_text(chain: list[Step]) -> str:
+    """``t=0.4s A — t=1.3s B — …`` as the issue and the docs write chains."""
+    return " — ".join(str(s) for s in chain)
+
+
+@dataclass(frozen=True)
+class Location:
+    """The object a finding is about and where it comes from (template file and line)."""
+
+    obj: str
+    file: str
+    line: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"object": self.obj, "file": self.file, "line": self.line}
+
+
+@dataclass
+class Occurrence:
+    """A finding under one profile: its severity there, the release outcome, the chain."""
+
+    profile: str
+    severity: Severity
+    outcome: str
+    message: str
+    chain: list[Step]
+    variant: str = "nominal"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "severity": self.severity.name,
+            "outcome": self.outcome,
+            "variant": self.variant,
+            "message": self.message,
+            "chain": [s.to_dict() for s in self.chain],
+        }
+
+
+@dataclass
+class FixCheck:
+    """A fix applied mechanically and re-simulated under one profile."""
+
+    profile: str
+    outcome: str
+    converges: bool
+    detail: str = ""
+    resolved: bool = True
+    """The rule no longer reports the object (the release may still fail for another reason)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "outcome": self.outcome,
+            "converges": self.converges,
+            "resolved": self.resolved,
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class Fix:
+    """A suggested change; ``key`` names a mechanical transform that can be re-simulated."""
+
+    summary: str
+    key: str | None = None
+    checks: list[FixCheck] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool | None:
+        """True when the fixed variant converges under every profile checked, None if unchecked."""
+        if not self.checks:
+            return None
+        return all(c.converges for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "mechanical": self.key is not None,
+            "verified": self.verified,
+            "checks": [c.to_dict() for c in sorted(self.checks, key=lambda c: c.profile)],
+        }
+
+
+@dataclass
+class Finding:
+    """One rule's verdict on one object of one release, across the profiles where it holds."""
+
+    rule: str
+    slug: str
+    release: str
+    location: Location
+    occurrences: list[Occurrence]
+    fixes: list[Fix] = field(default_factory=list)
+    suppressed: str | None = None
+
+    @property
+    def severity(self) -> Severity:
+        return max(o.severity for o in self.occurrences)
+
+    @property
+    def profiles(self) -> list[str]:
+        return [o.profile for o in self.occurrences]
+
+    @property
+    def worst(self) -> Occurrence:
+        """The occurrence with the highest severity (first profile on ties)."""
+        return max(self.occurrences, key=lambda o: o.severity)
+
+    @property
+    def message(self) -> str:
+        return self.worst.message
+
+    @property
+    def sort_key(self) -> tuple[Any, ...]:
+        return (-int(self.severity), self.rule, self.release, self.location.obj)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "rule": self.rule,
+            "slug": self.slug,
+            "severity": self.severity.name,
+            "release": self.release,
+            "object": self.location.obj,
+            "file": self.location.file,
+            "line": self.location.line,
+            "message": self.message,
+            "profiles": self.profiles,
+            "occurrences": [o.to_dict() for o in self.occurrences],
+            "fixes": [f.to_dict() for f in self.fixes],
+        }
+        if self.suppressed is not None:
+            out["suppressed"] = self.suppressed
+        return out
+
+
+@dataclass
+class Candidate:
+    """What a rule emits for one profile run, before findings are merged across profiles."""
+
+    rule: str
+    release: str
+    obj: str
+    severity: Severity
+    message: str
+    chain: list[Step]
+    fixes: list[Fix] = field(default_factory=list)
+    variant: str = "nominal"

@@ -1,0 +1,7 @@
+"""The rule families; importing this package registers every rule (see ``registry``)."""
+
+from __future__ import annotations
+
+from helmsim.diagnose.rules import hooks, jobs, network, releases, storage, upgrade
+
+__all__ = ["hooks", "jobs", "network", "releases", "storage", "upgrade"]

@@ -1,0 +1,333 @@
+"""Network races: a workload that starts before the policy granting its needs is in effect.
+
+HS101 workload-before-policy
+    Helm created the workload before the policy that grants what it needs (a CRD-backed kind
+    such as CiliumNetworkPolicy is applied after every built-in kind, Job included: helm/helm
+    pkg/release/v1/util/kind_sorter.go), and the pod's endpoint was up before that policy was
+    in effect. Where the CNI drops what no policy allows (Cilium ``policyEnforcementMode:
+    always``, cilium/cilium Documentation/security/policy/intro.rst) its first connections are
+    denied.
+HS112 policy-propagation-race
+    The policy was created first but took effect only after the pod's endpoint was up (policy
+    propagation, cilium/cilium pkg/metrics policy_implementation_delay).
+
+Evidence is the trace: ``behaviour`` sentences say which policy grants which need, ``created``
+and ``policy-in-effect`` events give the order, ``connect-denied`` / ``connect-timeout`` /
+``connected`` (attempt > 1) say whether it bit and how it ended. Denials of a container that
+runs a wait loop (an init container polling its target) are the intended behaviour and do not
+count.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from helmsim.cluster.trace import TraceEvent
+from helmsim.diagnose import fixes
+from helmsim.diagnose.context import ProfileRun
+from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
+from helmsim.diagnose.registry import rule
+
+_NEEDS = re.compile(
+    r"^(?P<container>[^:]+): needs (?P<need>.+?): "
+    r"(?P<kind>CiliumNetworkPolicy|CiliumClusterwideNetworkPolicy|NetworkPolicy) (?P<ref>\S+) allows"
+)
+_WAITS = re.compile(r"^(?P<container>[^:]+): waits for ")
+
+
+@dataclass
+class Race:
+    """A pod whose granting policy came into effect after the pod could send."""
+
+    pod: str
+    owner: str
+    hr_ref: str
+    policy: str
+    needs: list[str]
+    sandbox: TraceEvent
+    policy_created: TraceEvent | None
+    in_effect: TraceEvent | None
+    owner_created: TraceEvent | None
+    denied: list[TraceEvent] = field(default_factory=list)
+    gave_up: list[TraceEvent] = field(default_factory=list)
+    rescued: TraceEvent | None = None
+
+    @property
+    def ordering(self) -> bool:
+        """Helm created the workload before the policy."""
+        if self.policy_created is None or self.owner_created is None:
+            return False
+        return self.owner_created.id < self.policy_created.id
+
+
+def races(run: ProfileRun) -> list[Race]:
+    """Every (workload, policy) pair whose policy was not in effect when the pod came up."""
+    behaviours: dict[str, list[TraceEvent]] = {}
+    for ev in run.trace:
+        if ev.what == "behaviour" and ev.obj.startswith("Pod/"):
+            behaviours.setdefault(ev.obj, []).append(ev)
+    found: dict[tuple[str, str], Race] = {}
+    for pod, evs in behaviours.items():
+        waiters = {m["container"] for e in evs if (m := _WAITS.match(e.message))}
+        grants: dict[str, list[str]] = {}
+        for e in evs:
+            m = _NEEDS.match(e.message)
+            if m and m["container"] not in waiters:
+                kind, ref = m["kind"], m["ref"]
+                grants.setdefault(f"{kind}/{ref}", []).append(m["need"])
+        if not grants:
+            continue
+        owner = run.owner_of_pod(pod)
+        if owner is None:
+            continue
+        located = run.resource(owner)
+        if located is None:
+            continue
+        sandbox = evs[0]
+        for policy, needs in grants.items():
+            if run.resource(policy) is None:
+                continue  # a cluster policy: in effect from the start
+            in_effect = run.first(what="policy-in-effect", obj=policy)
+            if in_effect is not None and in_effect.time <= sandbox.time:
+                continue
+            key = (owner, policy)
+            race = found.get(key)
+            if race is None:
+                race = Race(
+                    pod=pod,
+                    owner=owner,
+                    hr_ref=located[0],
+                    policy=policy,
+                    needs=needs,
+                    sandbox=sandbox,
+                    policy_created=run.created_by_helm(policy),
+                    in_effect=in_effect,
+                    owner_created=run.created_by_helm(owner),
+                )
+                found[key] = race
+            limit = in_effect.time if in_effect is not None else float("inf")
+            for e in run.events(obj=pod):
+                if e.time > limit + 1e-9 or e.data.get("container") in waiters:
+                    continue
+                if e.what == "connect-denied":
+                    race.denied.append(e)
+                elif e.what == "connect-timeout":
+                    race.gave_up.append(e)
+            if race.rescued is None:
+                race.rescued = next(
+                    (
+                        e
+                        for e in run.events(what="connected", obj=pod)
+                        if int(e.data.get("attempt", 1)) > 1
+                    ),
+                    None,
+                )
+    return list(found.values())
+
+
+def _chain(run: ProfileRun, race: Race) -> list[Step]:
+    out: list[Step] = []
+    if race.owner_created is not None:
+        out.append(step(race.owner_created, "created by Helm"))
+    if race.policy_created is not None:
+        why = (
+            " (after the workload: Helm applies CRD-backed kinds after every built-in kind)"
+            if race.ordering
+            else ""
+        )
+        out.append(step(race.policy_created, f"created by Helm{why}"))
+    out.append(step(race.sandbox, f"endpoint up, {race.policy.split('/')[0]} not in effect yet"))
+    if race.denied:
+        first = race.denied[0]
+        out.append(step(first, first.message.split(": ", 1)[-1]))
+    if race.in_effect is not None:
+        out.append(step(race.in_effect, "in effect"))
+    if race.gave_up:
+        g = race.gave_up[0]
+        out.append(step(g))
+        exited = next(
+            (e for e in run.events(what="container-exited", obj=race.pod) if e.time >= g.time), None
+        )
+        if exited is not None:
+            out.append(step(exited))
+    elif race.rescued is not None:
+        out.append(
+            step(
+                race.rescued,
+                f"connected on attempt {race.rescued.data.get('attempt')}: a retransmit made it",
+            )
+        )
+    failed = next(
+        (
+            e
+            for e in run.trace
+            if e.obj == race.owner
+            and e.what == "event"
+            and e.data.get("reason") in ("BackoffLimitExceeded", "DeadlineExceeded")
+        ),
+        None,
+    )
+    if failed is not None:
+        out.append(step(failed, f"{failed.data.get('reason')}: {failed.message}"))
+    if not run.ready(race.hr_ref):
+        out.extend(run.failure_tail(race.hr_ref))
+    return out
+
+
+def _candidate(run: ProfileRun, race: Race, rule_id: str) -> Candidate | None:
+    if not race.denied:
+        return None
+    ready = run.ready(race.hr_ref)
+    cni = run.profile.cni
+    mode = (
+        f"{cni.type} CNI, policyEnforcementMode {cni.policy_enforcement_mode}"
+        if cni.type == "cilium"
+        else f"{cni.type} CNI"
+    )
+    target = race.denied[0].data.get("target", "its needs")
+    what = f"{race.owner} starts before {race.policy} is in effect" + (
+        " (Helm creates the policy after the workload)"
+        if race.ordering
+        else " (policy propagation is slower than the pod)"
+    )
+    if race.gave_up and not ready:
+        severity = Severity.error
+        end = f"it gives up ({race.gave_up[0].message.split(': ', 1)[-1]}) and the release ends {run.outcome(race.hr_ref).outcome}"
+    elif race.gave_up:
+        severity = Severity.warning
+        end = "the run fails and a retry succeeds: Ready by luck of timing"
+    else:
+        severity = Severity.warning
+        end = "a retransmit makes it: Ready by luck of timing"
+    if run.variant == "tight":
+        seconds = run.in_effect_delay(race.policy)
+        msg = (
+            f"{what}. Under {run.name} ({mode}) with nominal latencies the image pull covers the gap, so it gets Ready by "
+            f"luck of timing; with the image already on the node and policy propagation at its upper bound"
+            + (f" ({seconds:g}s)" if seconds is not None else "")
+            + f" its egress to {target} is denied and {end.split(': Ready by luck')[0]}"
+        )
+    else:
+        msg = f"{what}; under {run.name} ({mode}) its egress to {target} is denied and {end}"
+    fix_list = []
+    if race.ordering:
+        fix_list.append(
+            Fix(
+                f'render {race.policy} as a hook: helm.sh/hook: pre-install,pre-upgrade, helm.sh/hook-weight: "-5" '
+                "(it then exists before any manifest object; policy propagation can still lag)",
+                fixes.key("policy-as-hook", race.policy),
+            )
+        )
+    denied_target = str(race.denied[0].data.get("target") or "")
+    need = (
+        denied_target
+        if denied_target in race.needs or denied_target == "kube-apiserver"
+        else (race.needs[0] if race.needs else "kube-apiserver")
+    )
+    fix_list.append(
+        Fix(
+            f"add a bounded init container to {race.owner} that waits for {need} "
+            f"({fixes.wait_script(need)}): flavour-independent, also covers slow propagation",
+            fixes.key("init-wait", race.owner, need),
+        )
+    )
+    return Candidate(
+        rule_id, race.hr_ref, race.owner, severity, msg, _chain(run, race), fix_list, run.variant
+    )
+
+
+@rule(
+    "HS101",
+    "workload-before-policy",
+    "A workload starts before the network policy that grants its needs",
+)
+def workload_before_policy(run: ProfileRun) -> list[Candidate]:
+    out = [c for r in races(run) if r.ordering and (c := _candidate(run, r, "HS101"))]
+    return out
+
+
+@rule(
+    "HS112",
+    "policy-propagation-race",
+    "A workload's policy exists but is not yet in effect when the pod starts",
+)
+def policy_propagation_race(run: ProfileRun) -> list[Candidate]:
+    return [c for r in races(run) if not r.ordering and (c := _candidate(run, r, "HS112"))]
+
+
+def has_race_window(run: ProfileRun) -> bool:
+    """Whether some pod came up before its granting policy was in effect (worth a tight run)."""
+    return bool(races(run))
+
+
+@rule(
+    "HS113",
+    "egress-never-allowed",
+    "A workload's connections are denied and no policy of the release ever allows them",
+)
+def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
+    """Pods that give up on a connection no policy grants (not a race: nothing arrives later).
+
+    Under a default-deny CNI (Cilium ``policyEnforcementMode: always``, or a namespace with a
+    default-deny NetworkPolicy) a pod that needs the API server or a name and that no policy
+    selects for that egress is dropped on every attempt.
+    """
+    racing = {(r.pod, str(d.data.get("target"))) for r in races(run) for d in r.denied}
+    out: dict[str, Candidate] = {}
+    for ev in run.events(what="connect-timeout"):
+        if not ev.obj.startswith("Pod/"):
+            continue
+        denial = next(
+            (d for d in run.events(what="connect-denied", obj=ev.obj) if d.time <= ev.time), None
+        )
+        if denial is None:
+            continue
+        target = str(denial.data.get("target"))
+        if (ev.obj, target) in racing:
+            continue
+        later = next(
+            (
+                c
+                for c in run.events(what="connected", obj=ev.obj)
+                if str(c.data.get("target")) == target
+            ),
+            None,
+        )
+        if later is not None:
+            continue
+        owner = run.owner_of_pod(ev.obj)
+        located = run.resource(owner) if owner else None
+        if owner is None or located is None or owner in out:
+            continue
+        hr_ref = located[0]
+        ready = run.ready(hr_ref)
+        chain = [step(denial, denial.message.split(": ", 1)[-1]), step(ev)]
+        exited = next(
+            (e for e in run.events(what="container-exited", obj=ev.obj) if e.time >= ev.time), None
+        )
+        if exited is not None:
+            chain.append(step(exited))
+        if not ready:
+            chain.extend(run.failure_tail(hr_ref))
+        cni = run.profile.cni
+        msg = (
+            f"{owner} needs {target} but under {run.name} ({cni.type} CNI, policyEnforcementMode "
+            f"{cni.policy_enforcement_mode}) no policy allows that egress for its pods: every attempt is dropped"
+            + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
+        )
+        fix = Fix(
+            f"add a network policy of the release that selects the pods of {owner} and allows egress to {target} "
+            "(and DNS), created before the workload (same kind group or a lower hook weight)"
+        )
+        out[owner] = Candidate(
+            "HS113",
+            hr_ref,
+            owner,
+            Severity.error if not ready else Severity.warning,
+            msg,
+            chain,
+            [fix],
+            run.variant,
+        )
+    return list(out.values())

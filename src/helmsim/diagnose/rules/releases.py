@@ -1,0 +1,196 @@
+"""Release-level outcomes: dependencies, timeouts, missing CRDs, and the catch-all.
+
+HS100 release-not-ready
+    The release does not get Ready and no more specific rule explains why (the checker emits it
+    only when no other error names the release under that profile).
+HS106 dependents-blocked
+    A HelmRelease is never reconciled because one it ``dependsOn`` is not Ready
+    (fluxcd/helm-controller internal/controller/helmrelease_controller.go checkDependencies:
+    "dependency '<ns>/<name>' is not ready").
+HS110 progress-deadline-exceeds-timeout
+    A Deployment's ``progressDeadlineSeconds`` (default 600: kubernetes
+    pkg/apis/apps/v1/defaults.go) is longer than the release timeout, so a stuck rollout ends
+    in "timeout waiting for" instead of kstatus reading ProgressDeadlineExceeded as Failed
+    (kubernetes-sigs/cli-utils pkg/kstatus/status/core.go deploymentConditions).
+HS111 custom-resource-without-crd
+    A custom resource whose CRD is neither in the release (crds/ or templates) nor served by the
+    cluster profile: the API server has no mapping, Helm fails with 'no matches for kind'
+    (helm/helm pkg/kube/client.go Build → "resource mapping not found … ensure CRDs are installed
+    first").
+"""
+
+from __future__ import annotations
+
+import re
+
+from helmsim.diagnose import fixes
+from helmsim.diagnose.context import ProfileRun
+from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
+from helmsim.diagnose.registry import rule
+
+DEFAULT_PROGRESS_DEADLINE = 600  # kubernetes pkg/apis/apps/v1/defaults.go SetDefaults_Deployment
+_NAMED_OBJECT = re.compile(r"\[?([A-Z][A-Za-z]+/[^\s,\]]+(?:/[^\s,\]]+)?) status:")
+_TIMEOUT_OBJECTS = re.compile(r"timeout waiting for: \[(?P<objs>[^\]]*)\]")
+
+
+@rule(
+    "HS100",
+    "release-not-ready",
+    "The release does not get Ready (no more specific rule explains it)",
+)
+def release_not_ready(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    for o in run.result.releases:
+        hr_ref = f"{o.namespace}/{o.name}"
+        if not o.simulated or o.outcome in ("Ready", "Blocked"):
+            continue
+        chain = run.failure_tail(hr_ref)
+        msg = f"HelmRelease {hr_ref} ends {o.outcome}: {o.message}"
+        # point at the first release object Helm's error names, else at the HelmRelease
+        named = [m.group(1) for m in _NAMED_OBJECT.finditer(o.message)]
+        obj = next((n for n in named if run.resource(n) is not None), f"HelmRelease/{hr_ref}")
+        out.append(Candidate("HS100", hr_ref, obj, Severity.error, msg, chain, [], run.variant))
+    return out
+
+
+@rule(
+    "HS106",
+    "dependents-blocked",
+    "HelmReleases that dependsOn a release that does not get Ready are blocked",
+)
+def dependents_blocked(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    outcomes = {f"{o.namespace}/{o.name}": o for o in run.result.releases}
+    for o in run.result.releases:
+        if o.outcome != "Blocked":
+            continue
+        hr_ref = f"{o.namespace}/{o.name}"
+        hr = run.input(hr_ref).hr
+        blocking = [
+            d for d in hr.dependencies() if d in outcomes and outcomes[d].outcome != "Ready"
+        ]
+        chain: list[Step] = []
+        for dep in blocking:
+            if outcomes[dep].simulated:
+                chain.extend(run.failure_tail(dep))
+        last = [
+            e
+            for e in run.events(what="condition", obj=f"HelmRelease/{hr_ref}")
+            if e.data.get("reason") == "DependencyNotReady"
+        ]
+        if last:
+            chain.append(step(last[0], last[0].message))
+        via = ", ".join(f"{d} ({outcomes[d].outcome})" for d in blocking) or "a dependency"
+        msg = f"HelmRelease {hr_ref} is never reconciled: it dependsOn {via}"
+        out.append(
+            Candidate(
+                "HS106",
+                hr_ref,
+                f"HelmRelease/{hr_ref}",
+                Severity.error,
+                msg,
+                chain,
+                [
+                    Fix(
+                        f"fix the release it depends on ({', '.join(blocking) or 'see its findings'}); this one follows"
+                    )
+                ],
+                run.variant,
+            )
+        )
+    return out
+
+
+@rule(
+    "HS110",
+    "progress-deadline-exceeds-timeout",
+    "A Deployment's progressDeadlineSeconds is longer than the release timeout",
+)
+def progress_deadline_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    for hr_ref, chart in run.charts.items():
+        hr = run.input(hr_ref).hr
+        attempt = run.first_failed_attempt(hr_ref)
+        if attempt is None:
+            continue
+        m = _TIMEOUT_OBJECTS.search(str(attempt[1].data.get("error") or ""))
+        if not m:
+            continue
+        action = str(run.trace[attempt[0].id].data.get("action") or "install")
+        timeout = hr.timeout_for(action if action in ("install", "upgrade") else "install")
+        for res in chart.manifest:
+            if (
+                res.kind != "Deployment"
+                or f"Deployment/{res.namespace}/{res.name}" not in m["objs"]
+            ):
+                continue
+            deadline = int(
+                (res.body.get("spec") or {}).get("progressDeadlineSeconds")
+                or DEFAULT_PROGRESS_DEADLINE
+            )
+            if deadline < timeout:
+                continue
+            chain: list[Step] = []
+            created = run.created_by_helm(res.ref)
+            if created is not None:
+                chain.append(step(created, f"created by Helm (progressDeadlineSeconds {deadline})"))
+            chain.extend(run.failure_tail(hr_ref))
+            msg = (
+                f"{res.ref} has progressDeadlineSeconds {deadline} ≥ the release timeout {timeout:g}s: the rollout is still "
+                "InProgress when the wait gives up, so the release times out instead of failing with ProgressDeadlineExceeded"
+            )
+            new_timeout = deadline + 60
+            fix_list = [
+                Fix(
+                    f"raise the HelmRelease timeout above the rollout's deadline (spec.timeout: {new_timeout}s) if the rollout "
+                    "is just slow",
+                    fixes.key("timeout", hr_ref, new_timeout),
+                ),
+                Fix(
+                    f"or set progressDeadlineSeconds of {res.ref} below {timeout:g} so a stuck rollout fails fast with its reason"
+                ),
+            ]
+            out.append(
+                Candidate(
+                    "HS110", hr_ref, res.ref, Severity.error, msg, chain, fix_list, run.variant
+                )
+            )
+    return out
+
+
+@rule(
+    "HS111",
+    "custom-resource-without-crd",
+    "A custom resource whose CRD is neither in the release nor in the cluster profile",
+)
+def custom_resource_without_crd(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for ev in run.events(what="apply-error"):
+        if (
+            "no matches for kind" not in ev.message
+            and "resource mapping not found" not in ev.message
+        ):
+            continue
+        if ev.obj in seen:
+            continue
+        seen.add(ev.obj)
+        located = run.resource(ev.obj)
+        if located is None:
+            continue
+        hr_ref, res = located
+        chain: list[Step] = [step(ev, ev.message)]
+        if not run.ready(hr_ref):
+            chain.extend(run.failure_tail(hr_ref, after=ev.time))
+        msg = (
+            f"{res.ref} is a {res.api_version} {res.kind}, but no CRD for it is in the release or served by the cluster "
+            f"profile {run.name}: Helm cannot map the kind"
+        )
+        fix = Fix(
+            f"install the CRD of {res.kind} first: put it in the chart's crds/ directory, or in a HelmRelease this one "
+            "dependsOn; or add it to the cluster profile (crds:) if the cluster already has it"
+        )
+        out.append(
+            Candidate("HS111", hr_ref, res.ref, Severity.error, msg, chain, [fix], run.variant)
+        )
+    return out

@@ -1,0 +1,170 @@
+"""Report a check: a release × profile summary, then each finding with its chain and fixes.
+
+Text via Rich; JSON with the schema in docs/check.md (``schemaVersion`` 1). Both list findings
+worst first, then by rule id, release and object, so the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from helmsim import __version__
+from helmsim.diagnose.check import CheckReport
+from helmsim.diagnose.model import Finding, Severity
+
+SCHEMA_VERSION = 1
+_OUTCOME_STYLE = {
+    "Ready": "green",
+    "Failed": "red",
+    "Stalled": "red",
+    "Blocked": "yellow",
+    "Progressing": "yellow",
+}
+_SEVERITY_STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.note: "cyan"}
+
+
+# --- JSON ---------------------------------------------------------------------------------------------
+def to_data(report: CheckReport, *, fail_on: str) -> dict[str, Any]:
+    """The JSON document (a plain dict) for ``report``."""
+    releases = []
+    for ref in sorted(report.releases):
+        per: dict[str, Any] = {}
+        for profile in report.profiles:
+            o = report.outcomes.get((ref, profile))
+            if o is None:
+                continue
+            per[profile] = {
+                "outcome": o.outcome,
+                "ready": o.ready,
+                "reason": o.reason,
+                "message": o.message,
+                "attempts": o.attempts,
+                "simulated": o.simulated,
+                "readyAt": None if o.ready_at is None else round(o.ready_at, 3),
+                "findings": [f.rule for f in report.findings_for(ref, profile)],
+            }
+        releases.append({"release": ref, "profiles": per})
+    counts = {
+        s.name: sum(1 for f in report.findings if f.severity == s)
+        for s in sorted(Severity, reverse=True)
+    }
+    failing = report.at_or_above(fail_on)
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "tool": {"name": "helmsim", "version": __version__},
+        "failOn": fail_on,
+        "passed": not failing,
+        "profiles": list(report.profiles),
+        "summary": {**counts, "suppressed": len(report.suppressed)},
+        "releases": releases,
+        "findings": [f.to_dict() for f in report.findings],
+        "suppressed": [f.to_dict() for f in report.suppressed],
+        "notes": list(report.notes),
+    }
+
+
+def to_json(report: CheckReport, *, fail_on: str) -> str:
+    return json.dumps(to_data(report, fail_on=fail_on), indent=2, ensure_ascii=False) + "\n"
+
+
+# --- text ---------------------------------------------------------------------------------------------
+def render_text(report: CheckReport, console: Console, *, fail_on: str) -> None:
+    """Summary table (release × profile: outcome and rule ids), then every finding."""
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("HELMRELEASE")
+    for p in report.profiles:
+        table.add_column(p.upper())
+    for ref in sorted(report.releases):
+        cells: list[Text | str] = [ref]
+        for p in report.profiles:
+            o = report.outcomes.get((ref, p))
+            if o is None:
+                cells.append("-")
+                continue
+            cell = Text(o.outcome, style=_OUTCOME_STYLE.get(o.outcome, ""))
+            if not o.simulated and o.outcome == "Ready":
+                cell = Text("Ready (not simulated)", style="dim")
+            ids = sorted({f.rule for f in report.findings_for(ref, p)})
+            if ids:
+                cell.append(" " + " ".join(ids), style="bold")
+            cells.append(cell)
+        table.add_row(*cells)
+    console.print(table)
+    console.print()
+    if not report.findings:
+        console.print("No findings.", style="green")
+    for f in report.findings:
+        _render_finding(f, console)
+    counts = {
+        s: sum(1 for f in report.findings if f.severity == s)
+        for s in (Severity.error, Severity.warning, Severity.note)
+    }
+    summary = (
+        ", ".join(f"{n} {s.name}{'s' if n != 1 else ''}" for s, n in counts.items() if n)
+        or "no findings"
+    )
+    if report.suppressed:
+        summary += f"; {len(report.suppressed)} suppressed"
+    failing = report.at_or_above(fail_on)
+    verdict = Text("FAIL" if failing else "PASS", style="bold red" if failing else "bold green")
+    console.print(Text.assemble(verdict, f" {summary} (fail on: {fail_on})"))
+    for s in report.suppressed:
+        console.print(
+            f"  suppressed {s.rule} {s.location.obj}: {s.suppressed}", style="dim", markup=False
+        )
+    for note in report.notes:
+        console.print(f"note: {note}", style="dim", markup=False)
+
+
+def _render_finding(f: Finding, console: Console) -> None:
+    head = Text.assemble(
+        (f"{f.rule} ", "bold"),
+        (f"{f.slug} ", ""),
+        (f.severity.name, _SEVERITY_STYLE[f.severity]),
+        f"  {f.release}",
+    )
+    console.print(head)
+    console.print(
+        f"  object: {f.location.obj} ({f.location.file}:{f.location.line})",
+        markup=False,
+        highlight=False,
+    )
+    profiles = ", ".join(
+        f"{o.profile} ({o.severity.name}, {o.outcome}{', tight timing' if o.variant == 'tight' else ''})"
+        for o in f.occurrences
+    )
+    console.print(f"  profiles: {profiles}", markup=False)
+    console.print(f"  {f.message}", markup=False)
+    shown: set[str] = set()
+    for o in sorted(f.occurrences, key=lambda o: -int(o.severity)):
+        text = " — ".join(str(s) for s in o.chain)
+        if text in shown or not o.chain:
+            continue
+        shown.add(text)
+        console.print(
+            f"  chain ({o.profile}{', tight timing' if o.variant == 'tight' else ''}):",
+            markup=False,
+        )
+        for s in o.chain:
+            console.print(f"    {s}", markup=False)
+        if len(shown) >= 2:
+            break
+    for fx in f.fixes:
+        console.print(f"  fix: {fx.summary}", markup=False)
+        if fx.checks:
+            good = [c.profile for c in fx.checks if c.converges]
+            bad = [c for c in fx.checks if not c.converges]
+            line = "    re-simulated: "
+            if good:
+                line += "converges under " + ", ".join(good)
+            if bad:
+                line += ("; " if good else "") + "; ".join(
+                    f"not under {c.profile} ({c.detail})" for c in bad
+                )
+            console.print(line, markup=False, style="green" if not bad else "yellow")
+    console.print()

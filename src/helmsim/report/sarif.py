@@ -1,0 +1,131 @@
+"""SARIF 2.1.0 (OASIS) output of a check: one run, the rules as reportingDescriptors, one result
+per finding with its template location, a logical location for the Kubernetes object, a stable
+``partialFingerprints`` entry, and the causal chain as a thread flow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from helmsim import __version__
+from helmsim.diagnose.check import CheckReport
+from helmsim.diagnose.model import Finding, Severity
+from helmsim.diagnose.registry import all_rules
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+FINGERPRINT_KEY = "helmsimFinding/v1"
+SRCROOT = "SRCROOT"
+_LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.note: "note"}
+
+
+def fingerprint(f: Finding) -> str:
+    """Stable across runs and line moves: rule, release and object (sha256, hex)."""
+    return hashlib.sha256(f"{f.rule}|{f.release}|{f.location.obj}".encode()).hexdigest()
+
+
+def _artifact(path: str, base: Path) -> dict[str, str]:
+    """An artifactLocation: relative to ``%SRCROOT%`` (the base directory) when inside it."""
+    p = Path(path) if path else base
+    if p.is_absolute():
+        try:
+            return {"uri": p.resolve().relative_to(base.resolve()).as_posix(), "uriBaseId": SRCROOT}
+        except ValueError:
+            return {"uri": p.resolve().as_uri()}
+    return {"uri": p.as_posix(), "uriBaseId": SRCROOT}
+
+
+def _result(f: Finding, index: dict[str, int], base: Path) -> dict[str, Any]:
+    worst = f.worst
+    result: dict[str, Any] = {
+        "ruleId": f.rule,
+        "ruleIndex": index[f.rule],
+        "level": _LEVEL[f.severity],
+        "message": {"text": f"{f.message} [{', '.join(f.profiles)}]"},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": _artifact(f.location.file, base),
+                    "region": {"startLine": max(1, f.location.line)},
+                },
+                "logicalLocations": [{"fullyQualifiedName": f.location.obj, "kind": "resource"}],
+            }
+        ],
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(f)},
+        "properties": {
+            "release": f.release,
+            "profiles": f.profiles,
+            "occurrences": [o.to_dict() for o in f.occurrences],
+            "fixes": [fx.to_dict() for fx in f.fixes],
+        },
+    }
+    if worst.chain:
+        result["codeFlows"] = [
+            {
+                "message": {"text": f"causal chain under {worst.profile}"},
+                "threadFlows": [
+                    {
+                        "locations": [
+                            {
+                                "location": {
+                                    "message": {"text": str(s)},
+                                    "logicalLocations": [
+                                        {"fullyQualifiedName": s.obj, "kind": "resource"}
+                                    ],
+                                }
+                            }
+                            for s in worst.chain
+                        ]
+                    }
+                ],
+            }
+        ]
+    if f.suppressed is not None:
+        kind = "inSource" if f.suppressed.startswith("helmsim.dev/ignore") else "external"
+        result["suppressions"] = [{"kind": kind, "justification": f.suppressed}]
+    return result
+
+
+def to_data(report: CheckReport, *, base: str | os.PathLike[str] = ".") -> dict[str, Any]:
+    """The SARIF log as a dict; ``base`` is the directory artifact URIs are relative to."""
+    rules = all_rules()
+    index = {r.id: i for i, r in enumerate(rules)}
+    root = Path(base)
+    findings = [*report.findings, *report.suppressed]
+    findings.sort(key=lambda f: f.sort_key)
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "helmsim",
+                        "version": __version__,
+                        "rules": [
+                            {
+                                "id": r.id,
+                                "name": r.slug,
+                                "shortDescription": {"text": r.summary},
+                                "help": {"text": f"{r.summary}. See {r.doc}."},
+                                "defaultConfiguration": {"level": "error"},
+                            }
+                            for r in rules
+                        ],
+                    }
+                },
+                "originalUriBaseIds": {SRCROOT: {"uri": root.resolve().as_uri() + "/"}},
+                "invocations": [
+                    {"executionSuccessful": True, "properties": {"profiles": report.profiles}}
+                ],
+                "results": [_result(f, index, root) for f in findings],
+            }
+        ],
+    }
+
+
+def to_json(report: CheckReport, *, base: str | os.PathLike[str] = ".") -> str:
+    return json.dumps(to_data(report, base=base), indent=2, ensure_ascii=False) + "\n"
