@@ -47,6 +47,7 @@ class Trace:
 
     def __init__(self) -> None:
         self._events: list[TraceEvent] = []
+        self._by_obj: dict[str, list[TraceEvent]] = {}
 
     def add(
         self,
@@ -61,6 +62,7 @@ class Trace:
     ) -> TraceEvent:
         ev = TraceEvent(len(self._events), time, actor, what, obj, message, cause, data)
         self._events.append(ev)
+        self._by_obj.setdefault(obj, []).append(ev)
         return ev
 
     def __iter__(self) -> Iterator[TraceEvent]:
@@ -74,9 +76,10 @@ class Trace:
 
     def find(self, *, what: str | None = None, obj: str | None = None, reason: str | None = None) -> list[TraceEvent]:
         """Events matching every given criterion."""
+        pool = self._events if obj is None else self._by_obj.get(obj, [])
         return [
             e
-            for e in self._events
+            for e in pool
             if (what is None or e.what == what)
             and (obj is None or e.obj == obj)
             and (reason is None or e.data.get("reason") == reason)

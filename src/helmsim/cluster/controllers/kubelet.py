@@ -141,16 +141,20 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
     workload is meant to reach; ``sim.behaviour_overrides`` holds scenario overrides.
     """
     store = sim.store
-    release = [o for o in getattr(sim, "release_objects", ()) or () if isinstance(o, Mapping)]
+    by_kind: dict[str, list[Mapping[str, Any]]] | None = getattr(sim, "_release_by_kind", None)
+    if by_kind is None:
+        by_kind = {}
+        for o in getattr(sim, "release_objects", ()) or ():
+            if isinstance(o, Mapping):
+                by_kind.setdefault(str(o.get("kind")), []).append(o)
+        sim._release_by_kind = by_kind  # type: ignore[attr-defined]
 
     cluster_scoped = ("ClusterRoleBinding", "CiliumClusterwideNetworkPolicy")
 
     def gather(*kinds: str) -> list[Mapping[str, Any]]:
         seen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-        for o in release:
+        for o in (o for k in kinds for o in by_kind.get(k, ())):
             kind = str(o.get("kind"))
-            if kind not in kinds:
-                continue
             doc = o
             meta = doc.get("metadata") or {}
             if kind not in cluster_scoped and not meta.get("namespace"):
