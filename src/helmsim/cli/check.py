@@ -15,7 +15,7 @@ from helmsim.cli.simulate import build_inputs
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
 from helmsim.config import config_for
-from helmsim.diagnose.check import CheckOptions, run_check
+from helmsim.diagnose.check import CheckOptions, CheckReport, run_check
 from helmsim.errors import InputError
 from helmsim.report import findings as text_report
 from helmsim.report import junit, sarif
@@ -30,6 +30,7 @@ class CheckFormat(str, Enum):
     json = "json"
     sarif = "sarif"
     junit = "junit"
+    html = "html"
 
 
 class FailOn(str, Enum):
@@ -169,7 +170,11 @@ def check_cmd(
         config=cfg,
         options=CheckOptions(horizon=limit, verify_fixes=not no_verify),
     )
-    if fmt is CheckFormat.json:
+    if fmt is CheckFormat.html:
+        if not output:
+            raise InputError("--format html writes a file: add --output FILE")
+        _emit(html_report(report), output)
+    elif fmt is CheckFormat.json:
         _emit(text_report.to_json(report, fail_on=level), output)
     elif fmt is CheckFormat.sarif:
         _emit(sarif.to_json(report, base=Path.cwd()), output)
@@ -191,6 +196,33 @@ def check_cmd(
         text_report.render_text(report, console, fail_on=level)
     if report.at_or_above(level):
         raise typer.Exit(1)
+
+
+def html_report(report: CheckReport) -> str:
+    """The HTML timeline of every profile's run with the findings linked to their lanes."""
+    from helmsim.report.html import render_html
+
+    findings = []
+    for f in report.findings:
+        for occ in f.occurrences:
+            nominal = occ.variant == "nominal"
+            findings.append(
+                {
+                    "title": f"{f.rule} {f.slug}",
+                    "message": occ.message + ("" if nominal else f" (under {occ.variant} timing)"),
+                    "severity": occ.severity.name,
+                    "profile": occ.profile,
+                    "release": f.release,
+                    # event ids belong to the nominal run's trace; other variants cite facts only
+                    "chain": [
+                        {"time": s.time, "object": s.obj, "text": s.text, "event": s.event_id if nominal else None}
+                        for s in occ.chain
+                    ],
+                    "objects": [f.location.obj],
+                }
+            )
+    runs = [report.runs[p] for p in report.profiles if p in report.runs]
+    return render_html(runs, title="helmsim check", findings=findings)
 
 
 def _emit(text: str, output: str | None) -> None:

@@ -22,7 +22,7 @@ from helmsim.diagnose.registry import RuleSpec, all_rules
 from helmsim.diagnose.rules.network import has_race_window
 from helmsim.diagnose.runner import render_all, run_nominal, run_tight, run_transformed
 from helmsim.flux.helmrelease import HelmRelease
-from helmsim.simulate import DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome
+from helmsim.simulate import SimulationResult, DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome
 
 IGNORE_ANNOTATION = "helmsim.dev/ignore"
 RACE_RULES = ("HS101", "HS112")
@@ -47,6 +47,8 @@ class CheckReport:
     findings: list[Finding]
     suppressed: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    runs: dict[str, SimulationResult] = field(default_factory=dict)
+    """The nominal simulation per profile (for the HTML timeline)."""
 
     def at_or_above(self, level: str) -> list[Finding]:
         """Unsuppressed findings at or above ``level`` (``never``: none)."""
@@ -110,6 +112,7 @@ def run_check(
         findings=sorted(kept, key=lambda f: f.sort_key),
         suppressed=sorted(suppressed, key=lambda f: f.sort_key),
         notes=notes,
+        runs={name: run.result for name, run in runs.items()},
     )
 
 
