@@ -18,6 +18,9 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/helmsim plan examples/seed1-migrate-race --namespace kagent --release-name agent-platform-connectivity --profile cilium-always
+	-$(BIN)/helmsim simulate examples/seed1-migrate-race --helmrelease examples/seed1-migrate-race/flux \
+		--profile cilium-always -f examples/seed1-migrate-race/rehearsals/migration-fails-values.yaml \
+		--upgrade-from examples/seed1-migrate-race --upgrade-from-values examples/seed1-migrate-race/ci/previous-values.yaml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
