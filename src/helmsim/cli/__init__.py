@@ -9,6 +9,7 @@ from helmsim.cli import profiles as _profiles  # noqa: F401
 from helmsim.cli import render as _render  # noqa: F401
 from helmsim.cli import simulate as _simulate  # noqa: F401
 from helmsim.cli import status as _status  # noqa: F401
+from helmsim.cli import test as _test  # noqa: F401
 from helmsim.cli.app import app
 
 

@@ -12,7 +12,7 @@ from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, console
 from helmsim.cluster.latency import to_seconds
-from helmsim.cluster.profile import load_profile
+from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.errors import InputError
 from helmsim.inputs import load_release
 from helmsim.flux import inputs as flux_inputs
@@ -133,7 +133,12 @@ def simulate_cmd(
         str | None,
         typer.Option("--unmapped-ready-after", help="Unmapped charts are modelled Ready this long after their dependencies (default 60s).", metavar="DURATION"),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for sampled latencies.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for sampled latencies (with --runs).")] = 0,
+    runs: Annotated[
+        int,
+        typer.Option("--runs", help="Monte Carlo: this many runs with latencies drawn from the profile's distributions (1: one sampled run with --seed).", min=0),
+    ] = 0,
+    backend: Annotated[str, typer.Option("--backend", help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim[ray]').", metavar="local|ray")] = "local",
     fmt: Annotated[SimFormat, typer.Option("--format", help="Output format.")] = SimFormat.text,
     full_timeline: Annotated[bool, typer.Option("--full-timeline", help="Print every trace event, not just the notable ones.")] = False,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", metavar="FILE")] = None,
@@ -157,11 +162,15 @@ def simulate_cmd(
         upgrade_from_values=upgrade_from_values or [],
         upgrade_from_set=upgrade_from_set or [],
     )
+    if runs >= 2:
+        _monte_carlo(prof, releases, runs, seed, backend, fmt, output, horizon, unmapped_ready_after)
+        return
     result = simulate(
         prof,
         releases,
         horizon=_seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True),
         seed=seed,
+        sample_latencies=runs == 1,
         unmapped_ready_after=_seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
     )
     if fmt is SimFormat.json:
@@ -182,6 +191,42 @@ def simulate_cmd(
     else:
         report.render_text(result, console, full_timeline=full_timeline)
     if any(o.simulated and o.outcome != "Ready" for o in result.releases):
+        raise typer.Exit(1)
+
+
+def _monte_carlo(
+    prof: ClusterProfile,
+    releases: list[ReleaseInput],
+    runs: int,
+    seed: int,
+    backend: str,
+    fmt: SimFormat,
+    output: str | None,
+    horizon: str | None,
+    unmapped_ready_after: str | None,
+) -> None:
+    """``--runs N``: each outcome's probability with its 95 % interval (helmsim.montecarlo)."""
+    import json
+
+    from helmsim import montecarlo
+
+    if fmt is SimFormat.html:
+        raise InputError("--format html shows one run; with --runs use --format text or json")
+    task = montecarlo.SimulateTask(
+        prof,
+        tuple(releases),
+        _seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True),
+        _seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
+    )
+    result = montecarlo.run_many(task, runs, seed, backend=backend)  # type: ignore[arg-type]
+    if fmt is SimFormat.json:
+        text = json.dumps({"profile": prof.name, **result.to_dict()}, indent=2) + "\n"
+    else:
+        text = montecarlo.render_text(
+            result, title=f"Monte Carlo on profile {prof.name}", replay="the same command with --runs 1 --seed SEED"
+        )
+    _emit(text, output) if output else console.out(text, end="", highlight=False)
+    if any(s.count and s.label.startswith("outcome ") and s.label != "outcome Ready" and "(not simulated)" not in s.group for s in result.stats):
         raise typer.Exit(1)
 
 

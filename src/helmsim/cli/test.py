@@ -1,0 +1,188 @@
+"""``helmsim test``: run scenario files and check their expectations (text or JUnit XML).
+
+Exit code 0 when every expectation holds, 1 when one does not, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from helmsim import montecarlo as mc
+from helmsim.cli.app import command, console
+from helmsim.errors import InputError
+from helmsim.expectations import Checked, check
+from helmsim.scenario import LoadedScenario, discover, load_scenario, prepare, run_prepared
+
+
+class TestFormat(str, Enum):
+    text = "text"
+    junit = "junit"
+
+
+@dataclass(frozen=True)
+class ScenarioReport:
+    """One scenario's checked expectations (for Monte Carlo: pass rates in ``checked``)."""
+
+    loaded: LoadedScenario
+    checked: tuple[Checked, ...]
+    monte_carlo: tuple[mc.Stat, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checked)
+
+
+def expectation_lines(loaded: LoadedScenario) -> list[int | None]:
+    return [loaded.line_of("expect", i) for i in range(len(loaded.scenario.expect))]
+
+
+def run_once(loaded: LoadedScenario, *, seed: int | None = None, sample: bool | None = None) -> ScenarioReport:
+    """Simulate the scenario once and check it."""
+    result = run_prepared(prepare(loaded), seed=seed, sample_latencies=sample)
+    return ScenarioReport(loaded, tuple(check(loaded.scenario.expect, result, expectation_lines(loaded))))
+
+
+# --- Monte Carlo -----------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=16)
+def _prepared(path: str) -> Any:
+    loaded = load_scenario(path)
+    return loaded, prepare(loaded)
+
+
+@dataclass(frozen=True)
+class ScenarioTask:
+    """One run of a scenario with sampled latencies: which expectations fail (picklable)."""
+
+    path: str
+
+    def __call__(self, seed: int) -> tuple[mc.Observation, ...]:
+        loaded, prepared = _prepared(self.path)
+        result = run_prepared(prepared, seed=seed, sample_latencies=True)
+        return tuple(
+            mc.Observation(loaded.name, f"#{i} {c.label}", not c.passed, True)
+            for i, c in enumerate(check(loaded.scenario.expect, result))
+        )
+
+
+def run_monte_carlo(loaded: LoadedScenario, runs: int, seed: int, backend: str) -> ScenarioReport:
+    """Each expectation must hold in every run (or in ``minProbability`` of them)."""
+    report = mc.run_many(ScenarioTask(str(loaded.path)), runs, seed, backend=backend)  # type: ignore[arg-type]
+    lines = expectation_lines(loaded)
+    checked = []
+    for i, exp in enumerate(loaded.scenario.expect):
+        fails = next((s for s in report.stats if s.label.startswith(f"#{i} ")), None)
+        count = fails.count if fails else 0
+        label = fails.label.split(" ", 1)[1] if fails else f"expectation {i}"
+        holds = runs - count
+        lo, hi = mc.wilson(holds, runs)
+        need = exp.min_probability
+        ok = count == 0 if need is None else holds / runs >= need
+        expected = "holds in every run" if need is None else f"holds in at least {100 * need:g} % of runs"
+        simulated = (
+            f"holds in {holds}/{runs} runs ({100 * holds / runs:.2f} %, 95 % interval "
+            f"[{100 * lo:.2f} %, {100 * hi:.2f} %])"
+        )
+        if fails is not None and fails.seed is not None and count:
+            simulated += f"; fails e.g. with --runs 1 --seed {fails.seed}"
+        checked.append(Checked(label, ok, expected, simulated, (), lines[i]))
+    return ScenarioReport(loaded, tuple(checked), report.stats)
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+
+def render_text(reports: list[ScenarioReport]) -> str:
+    out: list[str] = []
+    total = sum(len(r.checked) for r in reports)
+    failed = sum(1 for r in reports for c in r.checked if not c.passed)
+    for r in reports:
+        out.append(f"{'PASS' if r.passed else 'FAIL'} {r.loaded.name} ({r.loaded.path})")
+        for c in r.checked:
+            out.append(f"  {'ok  ' if c.passed else 'FAIL'} {c.label}")
+            if not c.passed:
+                where = f"{r.loaded.path}:{c.line}: " if c.line else ""
+                out.append(f"       {where}expectation failed")
+                out.extend("       " + line for line in c.explain().splitlines())
+    bad = sum(1 for r in reports if not r.passed)
+    out.append("")
+    out.append(
+        f"{len(reports)} scenario(s), {total} expectation(s): {total - failed} passed, {failed} failed"
+        + (f" ({bad} scenario(s) failing)" if bad else "")
+    )
+    return "\n".join(out) + "\n"
+
+
+def render_junit(reports: list[ScenarioReport]) -> str:
+    """JUnit XML: one testsuite per scenario, one testcase per expectation."""
+    root = ET.Element("testsuites", name="helmsim test")
+    total = failures = 0
+    for r in reports:
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=r.loaded.name,
+            tests=str(len(r.checked)),
+            failures=str(sum(1 for c in r.checked if not c.passed)),
+            errors="0",
+            skipped="0",
+            time="0",
+            file=str(r.loaded.path),
+        )
+        for c in r.checked:
+            case = ET.SubElement(suite, "testcase", classname=r.loaded.name, name=c.label, time="0", file=str(r.loaded.path))
+            if c.line:
+                case.set("line", str(c.line))
+            if not c.passed:
+                fail = ET.SubElement(case, "failure", message=f"expected {c.expected}; simulated {c.simulated}", type="ExpectationFailed")
+                fail.text = c.explain()
+        total += len(r.checked)
+        failures += sum(1 for c in r.checked if not c.passed)
+    root.set("tests", str(total))
+    root.set("failures", str(failures))
+    root.set("errors", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+@command("test")
+def test_cmd(
+    targets: Annotated[list[str], typer.Argument(help="Scenario files, or directories searched for *.helmsim.yaml.", metavar="SCENARIO|DIR...")],
+    fmt: Annotated[TestFormat, typer.Option("--format", help="Output format.")] = TestFormat.text,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", metavar="FILE")] = None,
+    runs: Annotated[int, typer.Option("--runs", help="Monte Carlo: runs per scenario with sampled latencies (1: one sampled run with --seed).", min=0)] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampled runs (with --runs).")] = 0,
+    backend: Annotated[str, typer.Option("--backend", help="Monte Carlo backend: local (processes on this machine) or ray.", metavar="local|ray")] = "local",
+) -> None:
+    """Run scenario files and check every expectation, with the trace as evidence.
+
+    Exit code 0 when every expectation holds, 1 when one fails, 2 on bad input.
+    """
+    files = discover(targets)
+    if not files:
+        raise InputError(f"no scenario files (*.helmsim.yaml) in {', '.join(targets)}")
+    loaded = [load_scenario(f) for f in files]  # validate every file before running any
+    reports = []
+    for sc in loaded:
+        if runs >= 2:
+            reports.append(run_monte_carlo(sc, runs, seed, backend))
+        elif runs == 1:
+            reports.append(run_once(sc, seed=seed, sample=True))
+        else:
+            reports.append(run_once(sc))
+    text = render_junit(reports) if fmt is TestFormat.junit else render_text(reports)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        console.print(f"{'PASS' if all(r.passed for r in reports) else 'FAIL'}: report written to {output}", markup=False)
+    else:
+        console.out(text, end="", highlight=False)
+    if not all(r.passed for r in reports):
+        raise typer.Exit(1)

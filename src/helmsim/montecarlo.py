@@ -1,0 +1,322 @@
+"""Monte Carlo: many seeded runs with sampled latencies, each outcome's probability and interval.
+
+Run ``i`` of a report with seed ``S`` uses the seed :func:`run_seed` ``(S, i)`` (a hash, the same
+on every machine and in every process), so the same ``S`` gives the same report whatever the
+number of workers, and a failing run is replayed alone with ``--runs 1 --seed <run seed>``.
+Runs are spread over local cores (``concurrent.futures`` processes) or, with
+``backend="ray"``, over a Ray cluster (``pip install helmsim[ray]``). Each outcome's
+probability carries a 95 % Wilson score interval (Wilson 1927; it stays inside [0, 1] and
+behaves at 0 and n successes, unlike the normal approximation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from helmsim.errors import InputError
+
+Z95 = 1.959963984540054
+"""The 97.5th percentile of the standard normal distribution (two-sided 95 %)."""
+
+Backend = Literal["local", "ray"]
+
+
+def run_seed(seed: int, index: int) -> int:
+    """The seed of run ``index`` of a report seeded ``seed`` (48 bits of a SHA-256)."""
+    digest = hashlib.sha256(f"helmsim-montecarlo:{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+def wilson(successes: int, runs: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for ``successes`` out of ``runs``."""
+    if runs <= 0:
+        return 0.0, 1.0
+    p = successes / runs
+    denom = 1 + z * z / runs
+    centre = (p + z * z / (2 * runs)) / denom
+    half = z * math.sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One yes/no fact about a run: ``label`` of ``group`` happened (or not); ``failing`` marks
+    facts worth a reproducible seed."""
+
+    group: str
+    label: str
+    happened: bool = True
+    failing: bool = False
+
+
+class Task(Protocol):
+    """What one run does: simulate with ``seed`` (latencies sampled) and report observations.
+
+    Must be picklable for the process and Ray backends.
+    """
+
+    def __call__(self, seed: int) -> tuple[Observation, ...]: ...
+
+
+@dataclass(frozen=True)
+class Stat:
+    """How often one observation happened."""
+
+    group: str
+    label: str
+    count: int
+    runs: int
+    failing: bool
+    seed: int | None
+    """A run seed in which it happened (the first such run), for failing observations."""
+
+    @property
+    def probability(self) -> float:
+        return self.count / self.runs if self.runs else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.count, self.runs)
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, hi = self.interval
+        out: dict[str, Any] = {
+            "group": self.group,
+            "label": self.label,
+            "count": self.count,
+            "runs": self.runs,
+            "probability": round(self.probability, 6),
+            "interval95": [round(lo, 6), round(hi, 6)],
+        }
+        if self.seed is not None:
+            out["seed"] = self.seed
+        return out
+
+
+@dataclass(frozen=True)
+class Report:
+    """The aggregate of ``runs`` runs seeded ``seed``."""
+
+    runs: int
+    seed: int
+    stats: tuple[Stat, ...] = field(default_factory=tuple)
+
+    def groups(self) -> list[tuple[str, list[Stat]]]:
+        out: dict[str, list[Stat]] = {}
+        for s in self.stats:
+            out.setdefault(s.group, []).append(s)
+        return list(out.items())
+
+    def find(self, group: str, label: str) -> Stat | None:
+        return next((s for s in self.stats if s.group == group and s.label == label), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": self.runs, "seed": self.seed, "stats": [s.to_dict() for s in self.stats]}
+
+
+def aggregate(records: Sequence[tuple[int, int, Sequence[Observation]]], seed: int) -> Report:
+    """Count each observation over ``(index, run seed, observations)`` records (any order)."""
+    ordered = sorted(records, key=lambda r: r[0])
+    counts: dict[tuple[str, str], list[Any]] = {}
+    for _, rseed, observations in ordered:
+        for o in observations:
+            entry = counts.setdefault((o.group, o.label), [0, o.failing, None])
+            entry[1] = entry[1] or o.failing
+            if o.happened:
+                entry[0] += 1
+                if entry[2] is None:
+                    entry[2] = rseed
+    stats = tuple(
+        Stat(g, label, c, len(ordered), failing, rs if failing else None)
+        for (g, label), (c, failing, rs) in counts.items()
+    )
+    return Report(len(ordered), seed, stats)
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+
+def _run_chunk(task: Task, items: Sequence[tuple[int, int]]) -> list[tuple[int, int, tuple[Observation, ...]]]:
+    return [(i, s, tuple(task(s))) for i, s in items]
+
+
+def _chunks(items: list[tuple[int, int]], n: int) -> list[list[tuple[int, int]]]:
+    size = max(1, math.ceil(len(items) / n))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def default_workers() -> int:
+    """Local cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _mp_context() -> Any:
+    """Worker processes that never inherit Helm's engine: helm-python-sdk runs Go in-process,
+    and a Go runtime does not survive fork() (its threads are gone in the child), so workers
+    come from a fork server that has imported the simulator but not loaded Helm's library."""
+    import multiprocessing
+
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["helmsim.montecarlo", "helmsim.simulate"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def run_many(
+    task: Task,
+    runs: int,
+    seed: int,
+    *,
+    workers: int | None = None,
+    backend: Backend = "local",
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    """Run ``task`` ``runs`` times with the derived seeds and aggregate the observations."""
+    if runs < 1:
+        raise InputError(f"--runs {runs}: need at least 1 run")
+    items = [(i, run_seed(seed, i)) for i in range(runs)]
+    if backend == "ray":
+        records = _run_ray(task, items)
+    elif backend == "local":
+        n = workers or default_workers()
+        if n <= 1 or runs < 4:
+            records = _run_chunk(task, items)
+        else:
+            records = []
+            # Small chunks balance the load (failing runs take longer); order is restored later.
+            with ProcessPoolExecutor(max_workers=n, mp_context=_mp_context()) as pool:
+                futures = [pool.submit(_run_chunk, task, c) for c in _chunks(items, n * 8)]
+                for fut in futures:
+                    records.extend(fut.result())
+                    if progress is not None:
+                        progress(len(records))
+    else:
+        raise InputError(f"--backend {backend!r}: expected local or ray")
+    return aggregate(records, seed)
+
+
+def _run_ray(task: Task, items: list[tuple[int, int]]) -> list[tuple[int, int, tuple[Observation, ...]]]:
+    try:
+        import ray  # type: ignore[import-not-found]
+    except ImportError:
+        raise InputError(
+            "--backend ray needs Ray: pip install 'helmsim[ray]' (or use the default --backend local)"
+        ) from None
+    if not ray.is_initialized():
+        # RAY_ADDRESS (e.g. ray://head:10001) selects a cluster; without it Ray starts locally.
+        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False)
+    remote = ray.remote(_run_chunk)
+    task_ref = ray.put(task)
+    n = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    refs = [remote.remote(task_ref, c) for c in _chunks(items, n * 8)]
+    out: list[tuple[int, int, tuple[Observation, ...]]] = []
+    for chunk in ray.get(refs):
+        out.extend(chunk)
+    return out
+
+
+# --- what a simulate run tells ---------------------------------------------------------------------
+
+
+def observe(result: Any) -> tuple[Observation, ...]:
+    """The facts of one simulation: each HelmRelease's outcome and whether its first attempt
+    failed; for each Job whether its first pod had a connection dropped and whether it failed."""
+    out: list[Observation] = []
+    for o in result.releases:
+        group = f"HelmRelease {o.namespace}/{o.name}" + ("" if o.simulated else " (not simulated)")
+        out.append(Observation(group, f"outcome {o.outcome}", True, o.outcome != "Ready"))
+        if o.simulated:
+            first_failed = bool(o.history) and not o.history[0].get("ok", True)
+            out.append(Observation(group, "first attempt failed", first_failed, True))
+    first_pod: dict[str, str] = {}
+    failed: set[str] = set()
+    denied: set[str] = set()
+    for e in result.trace:
+        if e.what == "event" and e.obj.startswith("Job/") and e.data.get("reason") == "SuccessfulCreate":
+            ns = e.obj.split("/")[1]
+            first_pod.setdefault(e.obj, f"Pod/{ns}/{e.message.removeprefix('Created pod: ').strip()}")
+        elif e.what == "status" and e.actor == "job-controller" and "; Failed=True" in e.message:
+            failed.add(e.obj)
+        elif e.what == "connect-denied":
+            denied.add(e.obj)
+    for job, pod in first_pod.items():
+        group = job.replace("/", " ", 1)
+        out.append(Observation(group, "first attempt denied (a connection of its first pod dropped)", pod in denied, True))
+        out.append(Observation(group, "Failed", job in failed, True))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SimulateTask:
+    """One ``simulate`` with sampled latencies (the ``helmsim simulate --runs`` task)."""
+
+    profile: Any
+    releases: tuple[Any, ...]
+    horizon: float
+    unmapped_ready_after: float
+
+    def __call__(self, seed: int) -> tuple[Observation, ...]:
+        from helmsim.simulate import simulate
+
+        result = simulate(
+            self.profile,
+            self.releases,
+            horizon=self.horizon,
+            seed=seed,
+            sample_latencies=True,
+            unmapped_ready_after=self.unmapped_ready_after,
+        )
+        return observe(result)
+
+
+# --- text ------------------------------------------------------------------------------------------
+
+
+def percent(p: float) -> str:
+    return f"{100 * p:6.2f} %"
+
+
+def render_text(report: Report, *, title: str, replay: str) -> str:
+    """The report as plain text (identical for identical reports)."""
+    width = max((len(s.label) for s in report.stats), default=10) + 2
+    lines = [
+        f"{title}: {report.runs} runs, seed {report.seed}, latencies drawn from the profile's distributions",
+        f"probability with its 95 % Wilson interval; 'seed' replays one such run: {replay}",
+    ]
+    for group, stats in report.groups():
+        lines.append("")
+        lines.append(group)
+        for s in stats:
+            lo, hi = s.interval
+            count = f"{s.count}/{s.runs}"
+            line = f"  {s.label:<{width}}{count:>11}  {percent(s.probability)}  [{percent(lo).strip()}, {percent(hi).strip()}]"
+            if s.seed is not None:
+                line += f"  seed {s.seed}"
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "Observation",
+    "Report",
+    "SimulateTask",
+    "Stat",
+    "Task",
+    "aggregate",
+    "default_workers",
+    "observe",
+    "render_text",
+    "run_many",
+    "run_seed",
+    "wilson",
+]
