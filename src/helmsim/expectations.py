@@ -234,6 +234,10 @@ def _object(exp: ObjectExpect, result: SimulationResult) -> Checked:
         o for o in result.objects if _ref_matches(exp.object, f"{o['kind']}/{o['namespace']}/{o['name']}".replace("//", "/"))
         or _ref_matches(exp.object, f"{o['kind']}/{o['namespace']}/{o['name']}")
     ]
+    if not matched and result.sim is not None:
+        # not a release object: something the simulation created (a hook Job's kubectl apply,
+        # a controller's object) — read it live
+        matched = _live_objects(exp.object, result)
     evidence: list[TraceEvent] = []
     if exp.status is not None:
         if not matched:
@@ -256,6 +260,23 @@ def _object(exp: ObjectExpect, result: SimulationResult) -> Checked:
             e for e in result.trace if e.what in ("container-exited", "container-log") and e.obj in pods
         )
     return _done(label, v, evidence)
+
+
+def _live_objects(pattern: str, result: SimulationResult) -> list[dict[str, Any]]:
+    """kstatus (Flux's wait reader) of live objects in the finished cluster matching ``pattern``."""
+    from helmsim import kstatus
+
+    assert result.sim is not None
+    kind = pattern.split("/", 1)[0]
+    out: list[dict[str, Any]] = []
+    for obj in result.sim.store.list(kind):
+        meta = obj.get("metadata") or {}
+        ref = f"{kind}/{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else f"{kind}/{meta.get('name')}"
+        if _ref_matches(pattern, ref):
+            res = kstatus.read(obj, reader="flux-wait-jobs", now=result.sim.datetime())
+            out.append({"kind": kind, "namespace": meta.get("namespace"), "name": meta.get("name"),
+                        "status": res.status.value, "message": res.message})
+    return out
 
 
 # --- events ----------------------------------------------------------------------------------
