@@ -7,7 +7,10 @@ HS103 failed-job-in-wait
     resources" (fluxcd/helm-controller internal/action/wait.go). ``disableWaitForJobs`` does not
     exclude the Job: it only stops waiting for completion (helm/helm pkg/action/install.go,
     upgrade.go: WaitForJobs). A Job that fails after the wait ended is a warning: the next
-    upgrade's wait reads the same Failed Job.
+    upgrade's wait reads the same Failed Job. A Job that succeeds in the simulation but belongs
+    to a release with ``disableWaitForJobs`` (its author meant it not to gate the release) is
+    re-simulated forced to fail (every pod exits 1): when the release then fails, the finding is
+    an error — the declared intent does not hold (seed 1's second defect).
 HS109 job-ttl-shorter-than-wait
     ``spec.ttlSecondsAfterFinished`` deletes the Job (kubernetes
     pkg/controller/ttlafterfinished) while Helm still waits: helm-controller counts a Job with a
@@ -20,6 +23,7 @@ from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
+from helmsim.manifests import Resource
 
 _FAIL_REASONS = (
     "BackoffLimitExceeded",
@@ -67,12 +71,16 @@ def failed_job_in_wait(run: ProfileRun) -> list[Candidate]:
                 ),
                 None,
             )
+            dwj = [a for a in ("install", "upgrade") if getattr(hr.spec, a).disable_wait_for_jobs]
             if failed is None:
+                if dwj and run.variant == "nominal" and run.ready(hr_ref):
+                    what_if = _forced_failure(run, hr_ref, res, dwj)
+                    if what_if is not None:
+                        out.append(what_if)
                 continue
             windows = _wait_windows(run, hr_ref)
             inside = [w for w in windows if w[0] <= failed.time <= w[1] + 1e-6]
             ready = run.ready(hr_ref)
-            dwj = [a for a in ("install", "upgrade") if getattr(hr.spec, a).disable_wait_for_jobs]
             note = (
                 f" spec.{'/'.join(dwj)}.disableWaitForJobs: true does not exclude it: it only stops waiting for"
                 " completion, a Failed Job still fails the wait early."
@@ -123,6 +131,47 @@ def failed_job_in_wait(run: ProfileRun) -> list[Candidate]:
                 Candidate("HS103", hr_ref, res.ref, severity, msg, chain, [fix], run.variant)
             )
     return out
+
+
+def _forced_failure(run: ProfileRun, hr_ref: str, res: Resource, dwj: list[str]) -> Candidate | None:
+    """Re-simulate with every pod of ``res`` exiting 1; a finding when the release then fails."""
+    from helmsim.cluster.behaviour import BehaviourOverride
+    from helmsim.simulate import simulate
+
+    force = BehaviourOverride(namespace=res.namespace, owner=f"Job/{res.name}", exit_code=1)
+    result = simulate(run.profile, run.inputs, overrides=[force], horizon=run.result.end_time + 3600)
+    outcome = next(o for o in result.releases if f"{o.namespace}/{o.name}" == hr_ref)
+    failed = next(
+        (e for e in result.trace.find(what="event", obj=res.ref) if e.data.get("reason") in _FAIL_REASONS),
+        None,
+    )
+    if failed is None:
+        return None
+    released = outcome.conditions.get("Released", {}).get("message", outcome.message)
+    chain: list[Step] = []
+    if failed is not None:
+        chain.append(step(failed, f"(forced to fail) {failed.data.get('reason')}: {failed.message}"))
+    ends = [e for e in result.trace.find(what="condition", obj=f"HelmRelease/{hr_ref}") if e.data.get("status") == "False"]
+    if ends:
+        chain.append(step(ends[0]))
+    intent = f"spec.{'/'.join(dwj)}.disableWaitForJobs: true does not keep a failing Job from failing the release"
+    if outcome.outcome == "Ready":
+        # it failed after the wait: this release got away with it, the next upgrade will not
+        severity = Severity.warning
+        msg = (
+            f"{res.ref} succeeds here; forced to fail, it ends Failed at t={failed.time:.0f}s, after Helm's "
+            f"wait, so the release is Ready by luck of timing — but {intent}: a failure while Helm waits, "
+            "or on the next upgrade (whose wait reads the same Failed Job), fails it early"
+        )
+    else:
+        severity = Severity.error
+        msg = f"{res.ref} succeeds here, but {intent}: forced to fail, the release ends {outcome.outcome}: {released}"
+    fix = Fix(
+        f"take {res.ref} out of the release's health check: run it from a separate release that nothing "
+        "dependsOn, or as a CronJob with suspend: true triggered once (a post-upgrade hook does not help: see HS104)",
+        fixes.key("job-out", res.ref),
+    )
+    return Candidate("HS103", hr_ref, res.ref, severity, msg, chain, [fix], "forced failure")
 
 
 @rule(
