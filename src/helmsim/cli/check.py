@@ -16,6 +16,7 @@ from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
 from helmsim.config import config_for
 from helmsim.diagnose.check import CheckOptions, CheckReport, run_check
+from helmsim.diagnose.sampling import SamplingOptions
 from helmsim.errors import InputError
 from helmsim.report import findings as text_report
 from helmsim.report import junit, sarif
@@ -132,11 +133,35 @@ def check_cmd(
             "--horizon", help="Simulated time limit per run (default 1h).", metavar="DURATION"
         ),
     ] = None,
+    runs: Annotated[
+        int,
+        typer.Option(
+            "--runs",
+            help="Monte Carlo: also simulate each profile this many times with latencies drawn from its distributions.",
+            min=0,
+        ),
+    ] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the sampled runs (with --runs).")
+    ] = 0,
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend",
+            help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim[ray]').",
+            metavar="local|ray",
+        ),
+    ] = "local",
 ) -> None:
     """Simulate each profile of the matrix, report findings with their causal chains, and check the fixes.
 
+    With --runs N, each profile is also simulated N times with sampled latencies: each outcome's
+    probability with its 95 % interval, and a race that fails a sampled run is an error.
+
     Exit code 0 when no finding is at or above --fail-on, 1 when one is, 2 on bad input.
     """
+    if backend not in ("local", "ray"):
+        raise InputError(f"--backend {backend!r}: expected local or ray")
     cfg = config_for(target, config)
     names = list(profile or cfg.profiles or DEFAULT_PROFILES)
     profiles = [load_profile(n) for n in names]
@@ -168,7 +193,15 @@ def check_cmd(
         releases,
         profiles,
         config=cfg,
-        options=CheckOptions(horizon=limit, verify_fixes=not no_verify),
+        options=CheckOptions(
+            horizon=limit,
+            verify_fixes=not no_verify,
+            sampling=SamplingOptions(
+                runs, seed, backend, profile_args={p.name: n for p, n in zip(profiles, names)}
+            )
+            if runs
+            else None,
+        ),
     )
     if fmt is CheckFormat.html:
         if not output:
@@ -215,14 +248,27 @@ def html_report(report: CheckReport) -> str:
                     "release": f.release,
                     # event ids belong to the nominal run's trace; other variants cite facts only
                     "chain": [
-                        {"time": s.time, "object": s.obj, "text": s.text, "event": s.event_id if nominal else None}
+                        {
+                            "time": s.time,
+                            "object": s.obj,
+                            "text": s.text,
+                            "event": s.event_id if nominal else None,
+                        }
                         for s in occ.chain
                     ],
                     "objects": [f.location.obj],
                 }
             )
     runs = [report.runs[p] for p in report.profiles if p in report.runs]
-    return render_html(runs, title="helmsim check", findings=findings)
+    dists = (
+        [
+            {"release": d.release, "profile": d.profile, "counts": d.counts}
+            for d in report.sampling.distributions
+        ]
+        if report.sampling is not None
+        else []
+    )
+    return render_html(runs, title="helmsim check", findings=findings, distributions=dists)
 
 
 def _emit(text: str, output: str | None) -> None:

@@ -5,7 +5,10 @@ before its granting policy was in effect but nothing was denied, one more under 
 (images on the node, policy propagation at its upper bound) so races that only bite sometimes
 are reported as warnings ("Ready by luck of timing"). Candidates merge into one finding per
 (rule, release, object) with an occurrence per profile. Each mechanical fix is applied to the
-rendered resources and re-simulated under every profile of the matrix.
+rendered resources and re-simulated under every profile of the matrix. With
+``CheckOptions.sampling`` (``--runs N --seed S``), every profile is also simulated N times with
+sampled latencies (:mod:`helmsim.diagnose.sampling`): the report carries each outcome's
+probability, and a race that fails some sampled run becomes an error.
 """
 
 from __future__ import annotations
@@ -21,11 +24,19 @@ from helmsim.diagnose.model import Candidate, Finding, Fix, FixCheck, Occurrence
 from helmsim.diagnose.registry import RuleSpec, all_rules
 from helmsim.diagnose.rules.network import has_race_window
 from helmsim.diagnose.runner import render_all, run_nominal, run_tight, run_transformed
+from helmsim.diagnose.sampling import (
+    RACE_RULES,
+    Charts,
+    Sampling,
+    SamplingOptions,
+    apply_sampling,
+    sample,
+    sampled_run,
+)
 from helmsim.flux.helmrelease import HelmRelease
-from helmsim.simulate import SimulationResult, DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome
+from helmsim.simulate import DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome, SimulationResult
 
 IGNORE_ANNOTATION = "helmsim.dev/ignore"
-RACE_RULES = ("HS101", "HS112")
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,8 @@ class CheckOptions:
     horizon: float = DEFAULT_HORIZON
     verify_fixes: bool = True
     tight: bool = True
+    sampling: SamplingOptions | None = None
+    """``--runs N --seed S``: N sampled runs per profile after the deterministic ones."""
 
 
 @dataclass
@@ -49,6 +62,8 @@ class CheckReport:
     notes: list[str] = field(default_factory=list)
     runs: dict[str, SimulationResult] = field(default_factory=dict)
     """The nominal simulation per profile (for the HTML timeline)."""
+    sampling: Sampling | None = None
+    """Outcome probabilities and race figures of the sampled runs (``--runs``)."""
 
     def at_or_above(self, level: str) -> list[Finding]:
         """Unsuppressed findings at or above ``level`` (``never``: none)."""
@@ -73,10 +88,12 @@ def run_check(
     options = options or CheckOptions()
     rules = [r for r in all_rules() if config.severity_for(r.id, r.slug) != "off"]
     runs: dict[str, ProfileRun] = {}
-    candidates: list[tuple[str, Candidate]] = []
+    found_by: dict[str, list[Candidate]] = {}
+    rendered: list[Charts] = []
     notes: list[str] = []
     for profile in profiles:
         charts = render_all(profile, releases)
+        rendered.append(charts)
         nominal = run_nominal(profile, releases, horizon=options.horizon, charts=charts)
         runs[profile.name] = nominal
         found = _run_rules(rules, nominal)
@@ -89,12 +106,37 @@ def run_check(
             for c in _run_rules([r for r in rules if r.id in RACE_RULES], tight):
                 c.severity = min(c.severity, Severity.warning)
                 found.append(c)
-        for c in found:
-            c.chain = _tidy(c.chain)
-        candidates.extend((profile.name, c) for c in _drop_covered(found))
+        found_by[profile.name] = found
         for r in nominal.result.notes:
             if r not in notes:
                 notes.append(r)
+    sampling: Sampling | None = None
+    if options.sampling is not None:
+        race_ids = [r.id for r in rules if r.id in RACE_RULES]
+        sampling = sample(
+            profiles,
+            releases,
+            rendered,
+            options.sampling,
+            horizon=options.horizon,
+            rule_ids=race_ids,
+        )
+        for profile, charts in zip(profiles, rendered, strict=True):
+
+            def replay(
+                seed: int, profile: ClusterProfile = profile, charts: Charts = charts
+            ) -> ProfileRun:
+                return sampled_run(profile, releases, charts, seed, options.horizon)
+
+            found_by[profile.name] = apply_sampling(
+                found_by[profile.name], profile.name, sampling, replay, race_ids
+            )
+    candidates: list[tuple[str, Candidate]] = []
+    for profile in profiles:
+        found = found_by[profile.name]
+        for c in found:
+            c.chain = _tidy(c.chain)
+        candidates.extend((profile.name, c) for c in _drop_covered(found))
     findings = _merge(candidates, runs, config)
     kept = [f for f in findings if f.suppressed is None]
     suppressed = [f for f in findings if f.suppressed is not None]
@@ -113,6 +155,7 @@ def run_check(
         suppressed=sorted(suppressed, key=lambda f: f.sort_key),
         notes=notes,
         runs={name: run.result for name, run in runs.items()},
+        sampling=sampling,
     )
 
 

@@ -1,7 +1,8 @@
 """Report a check: a release × profile summary, then each finding with its chain and fixes.
 
 Text via Rich; JSON with the schema in docs/check.md (``schemaVersion`` 1). Both list findings
-worst first, then by rule id, release and object, so the same inputs give the same bytes.
+worst first, then by rule id, release and object, so the same inputs give the same bytes. With
+``--runs`` both add the sampled outcome distributions (``monteCarlo``, docs/montecarlo.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from rich.text import Text
 from helmsim import __version__
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Severity
+from helmsim.diagnose.sampling import SAMPLED, Sampling, pct
+from helmsim.montecarlo import Stat
 
 SCHEMA_VERSION = 1
 _OUTCOME_STYLE = {
@@ -54,7 +57,7 @@ def to_data(report: CheckReport, *, fail_on: str) -> dict[str, Any]:
         for s in sorted(Severity, reverse=True)
     }
     failing = report.at_or_above(fail_on)
-    return {
+    out = {
         "schemaVersion": SCHEMA_VERSION,
         "tool": {"name": "helmsim", "version": __version__},
         "failOn": fail_on,
@@ -62,10 +65,28 @@ def to_data(report: CheckReport, *, fail_on: str) -> dict[str, Any]:
         "profiles": list(report.profiles),
         "summary": {**counts, "suppressed": len(report.suppressed)},
         "releases": releases,
-        "findings": [f.to_dict() for f in report.findings],
-        "suppressed": [f.to_dict() for f in report.suppressed],
+        "findings": [finding_dict(f, report.sampling) for f in report.findings],
+        "suppressed": [finding_dict(f, report.sampling) for f in report.suppressed],
         "notes": list(report.notes),
     }
+    if report.sampling is not None:
+        out["monteCarlo"] = report.sampling.to_dict()
+    return out
+
+
+def finding_dict(f: Finding, sampling: Sampling | None) -> dict[str, Any]:
+    """A finding as JSON; a race finding of a sampled check carries its figures per profile."""
+    out = f.to_dict()
+    if sampling is not None:
+        races = sampling.races_of(f.rule, f.release, f.location.obj)
+        if races:
+            out["monteCarlo"] = [{"profile": r.profile, **r.figures()} for r in races]
+    return out
+
+
+def variant_note(variant: str) -> str:
+    """How an occurrence was found, for the text report (nothing for the nominal run)."""
+    return {"tight": ", tight timing", SAMPLED: ", sampled run"}.get(variant, "")
 
 
 def to_json(report: CheckReport, *, fail_on: str) -> str:
@@ -74,7 +95,8 @@ def to_json(report: CheckReport, *, fail_on: str) -> str:
 
 # --- text ---------------------------------------------------------------------------------------------
 def render_text(report: CheckReport, console: Console, *, fail_on: str) -> None:
-    """Summary table (release × profile: outcome and rule ids), then every finding."""
+    """Summary table (release × profile: outcome and rule ids), the sampled distributions
+    (``--runs``), then every finding."""
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("HELMRELEASE")
     for p in report.profiles:
@@ -89,6 +111,9 @@ def render_text(report: CheckReport, console: Console, *, fail_on: str) -> None:
             cell = Text(o.outcome, style=_OUTCOME_STYLE.get(o.outcome, ""))
             if not o.simulated and o.outcome == "Ready":
                 cell = Text("Ready (not simulated)", style="dim")
+            dist = report.sampling.distribution(ref, p) if report.sampling is not None else None
+            if dist is not None and o.outcome == "Ready" and (bad := dist.not_ready()).count:
+                cell.append(f" ({100 * bad.probability:.1f} % not Ready)", style="red")
             ids = sorted({f.rule for f in report.findings_for(ref, p)})
             if ids:
                 cell.append(" " + " ".join(ids), style="bold")
@@ -96,6 +121,10 @@ def render_text(report: CheckReport, console: Console, *, fail_on: str) -> None:
         table.add_row(*cells)
     console.print(table)
     console.print()
+    if report.sampling is not None:
+        for line in sampling_lines(report.sampling):
+            console.print(line, markup=False, highlight=False)
+        console.print()
     if not report.findings:
         console.print("No findings.", style="green")
     for f in report.findings:
@@ -135,7 +164,7 @@ def _render_finding(f: Finding, console: Console) -> None:
         highlight=False,
     )
     profiles = ", ".join(
-        f"{o.profile} ({o.severity.name}, {o.outcome}{', tight timing' if o.variant == 'tight' else ''})"
+        f"{o.profile} ({o.severity.name}, {o.outcome}{variant_note(o.variant)})"
         for o in f.occurrences
     )
     console.print(f"  profiles: {profiles}", markup=False)
@@ -146,10 +175,7 @@ def _render_finding(f: Finding, console: Console) -> None:
         if text in shown or not o.chain:
             continue
         shown.add(text)
-        console.print(
-            f"  chain ({o.profile}{', tight timing' if o.variant == 'tight' else ''}):",
-            markup=False,
-        )
+        console.print(f"  chain ({o.profile}{variant_note(o.variant)}):", markup=False)
         for s in o.chain:
             console.print(f"    {s}", markup=False)
         if len(shown) >= 2:
@@ -168,3 +194,45 @@ def _render_finding(f: Finding, console: Console) -> None:
                 )
             console.print(line, markup=False, style="green" if not bad else "yellow")
     console.print()
+
+
+def sampling_lines(sampling: Sampling) -> list[str]:
+    """The sampled outcome distributions as plain lines (the same for the same seed)."""
+    blocks: list[tuple[str, list[tuple[str, Stat]]]] = []
+    for d in sampling.distributions:
+        if not d.simulated and d.counts == {"Ready": d.runs}:
+            continue  # modelled Ready in every run: nothing to read
+        items: list[tuple[str, Stat]] = [(s.label, s) for s in d.outcomes]
+        if d.first_attempt_failed is not None and d.first_attempt_failed.count:
+            items.append(("first attempt failed", d.first_attempt_failed))
+        for r in sampling.races:
+            if (r.release, r.profile) == (d.release, d.profile):
+                items.append((f"{r.rule} {r.obj} denied", r.denied))
+                if r.first_attempt.count:
+                    items.append(
+                        (f"{r.rule} {r.obj} denied, first attempt failed", r.first_attempt)
+                    )
+                items.append((f"{r.rule} {r.obj} fails the release", r.fails))
+        head = f"{d.release} under {d.profile}" + ("" if d.simulated else " (not simulated)")
+        blocks.append((head, items))
+    rows = [item for _, items in blocks for item in items]
+    width = max((len(label) for label, _ in rows), default=10) + 2
+    count = max((len(f"{s.count}/{s.runs}") for _, s in rows), default=5)
+    plural = "s" if sampling.runs != 1 else ""
+    lines = [
+        f"Monte Carlo: {sampling.runs} sampled run{plural} per profile, seed {sampling.seed}, "
+        + "latencies drawn from each profile's distributions"
+    ]
+    lines.append(
+        "probability with its 95 % Wilson interval; 'seed' replays one such run: "
+        "helmsim simulate … -p PROFILE --runs 1 --seed SEED"
+    )
+    for head, items in blocks:
+        lines += ["", head]
+        for label, s in items:
+            lo, hi = s.interval
+            line = f"  {label:<{width}}{f'{s.count}/{s.runs}':>{count}}  {pct(s.probability):>8}  [{pct(lo)}, {pct(hi)}]"
+            if s.seed is not None and s.count and label != "Ready":
+                line += f"  seed {s.seed}"
+            lines.append(line)
+    return lines

@@ -3,6 +3,9 @@
 A case fails when a finding at or above ``--fail-on`` holds for that release under that
 profile (``<failure type="HS103" message=…>`` with the chain in the body); lower findings go to
 ``<system-out>``; releases not simulated (no local chart) and without findings are skipped.
+With ``--runs`` each suite carries ``<properties>`` (``helmsim.monteCarlo.runs``/``.seed`` and
+``helmsim.monteCarlo.<release>.<outcome>`` = ``count/runs p % [lo, hi]``) and each case's
+``<system-out>`` the release's sampled outcome distribution under that profile.
 """
 
 from __future__ import annotations
@@ -11,6 +14,23 @@ from xml.etree import ElementTree as ET
 
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Severity
+from helmsim.diagnose.sampling import Sampling, stat_text
+
+
+def _properties(suite: ET.Element, sampling: Sampling, profile: str) -> None:
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="helmsim.monteCarlo.runs", value=str(sampling.runs))
+    ET.SubElement(props, "property", name="helmsim.monteCarlo.seed", value=str(sampling.seed))
+    for d in sampling.distributions:
+        if d.profile != profile:
+            continue
+        for s in d.outcomes:
+            ET.SubElement(
+                props,
+                "property",
+                name=f"helmsim.monteCarlo.{d.release}.{s.label}",
+                value=stat_text(s),
+            )
 
 
 def to_xml(report: CheckReport, *, fail_on: str) -> str:
@@ -19,6 +39,8 @@ def to_xml(report: CheckReport, *, fail_on: str) -> str:
     total = failures_total = skipped_total = 0
     for profile in report.profiles:
         suite = ET.SubElement(suites, "testsuite", name=profile)
+        if report.sampling is not None:
+            _properties(suite, report.sampling, profile)
         tests = failures = skipped = 0
         for ref in sorted(report.releases):
             o = report.outcomes.get((ref, profile))
@@ -57,6 +79,16 @@ def to_xml(report: CheckReport, *, fail_on: str) -> str:
                 )
             out = [f"outcome: {o.outcome} ({o.reason}) {o.message}".rstrip()]
             out += [f"{ff.rule} {ff.slug} ({oo.severity.name}): {oo.message}" for ff, oo in other]
+            dist = report.sampling.distribution(ref, profile) if report.sampling else None
+            if dist is not None:
+                out.append(
+                    f"sampled ({dist.runs} runs): "
+                    + "; ".join(
+                        f"{s.label} {stat_text(s)}"
+                        + (f" seed {s.seed}" if s.seed is not None and s.count else "")
+                        for s in dist.outcomes
+                    )
+                )
             ET.SubElement(case, "system-out").text = "\n".join(out)
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))

@@ -1,6 +1,9 @@
 """SARIF 2.1.0 (OASIS) output of a check: one run, the rules as reportingDescriptors, one result
 per finding with its template location, a logical location for the Kubernetes object, a stable
-``partialFingerprints`` entry, and the causal chain as a thread flow.
+``partialFingerprints`` entry, and the causal chain as a thread flow. With ``--runs`` the
+sampled figures ride in property bags: ``runs[0].invocations[0].properties.monteCarlo``
+(runs, seed) and ``result.properties.monteCarlo`` (the release's outcome distribution per
+profile and, for a race rule, how often the race was denied and failed the release).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from helmsim import __version__
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Severity
 from helmsim.diagnose.registry import all_rules
+from helmsim.diagnose.sampling import Sampling, stat_dict
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "helmsimFinding/v1"
@@ -38,7 +42,26 @@ def _artifact(path: str, base: Path) -> dict[str, str]:
     return {"uri": p.as_posix(), "uriBaseId": SRCROOT}
 
 
-def _result(f: Finding, index: dict[str, int], base: Path) -> dict[str, Any]:
+def _monte_carlo(f: Finding, sampling: Sampling) -> dict[str, Any]:
+    """The finding's sampled figures: outcome distributions of its release, its race figures."""
+    out: dict[str, Any] = {"runs": sampling.runs, "seed": sampling.seed}
+    out["outcomes"] = [
+        {
+            "profile": d.profile,
+            "outcomes": [{"outcome": s.label, **stat_dict(s)} for s in d.outcomes],
+        }
+        for p in f.profiles
+        if (d := sampling.distribution(f.release, p)) is not None
+    ]
+    races = sampling.races_of(f.rule, f.release, f.location.obj)
+    if races:
+        out["races"] = [{"profile": r.profile, **r.figures()} for r in races]
+    return out
+
+
+def _result(
+    f: Finding, index: dict[str, int], base: Path, sampling: Sampling | None = None
+) -> dict[str, Any]:
     worst = f.worst
     result: dict[str, Any] = {
         "ruleId": f.rule,
@@ -62,6 +85,8 @@ def _result(f: Finding, index: dict[str, int], base: Path) -> dict[str, Any]:
             "fixes": [fx.to_dict() for fx in f.fixes],
         },
     }
+    if sampling is not None:
+        result["properties"]["monteCarlo"] = _monte_carlo(f, sampling)
     if worst.chain:
         result["codeFlows"] = [
             {
@@ -96,6 +121,9 @@ def to_data(report: CheckReport, *, base: str | os.PathLike[str] = ".") -> dict[
     root = Path(base)
     findings = [*report.findings, *report.suppressed]
     findings.sort(key=lambda f: f.sort_key)
+    invocation: dict[str, Any] = {"profiles": report.profiles}
+    if report.sampling is not None:
+        invocation["monteCarlo"] = {"runs": report.sampling.runs, "seed": report.sampling.seed}
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -118,10 +146,8 @@ def to_data(report: CheckReport, *, base: str | os.PathLike[str] = ".") -> dict[
                     }
                 },
                 "originalUriBaseIds": {SRCROOT: {"uri": root.resolve().as_uri() + "/"}},
-                "invocations": [
-                    {"executionSuccessful": True, "properties": {"profiles": report.profiles}}
-                ],
-                "results": [_result(f, index, root) for f in findings],
+                "invocations": [{"executionSuccessful": True, "properties": invocation}],
+                "results": [_result(f, index, root, report.sampling) for f in findings],
             }
         ],
     }
