@@ -3,33 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import cache
 from pathlib import Path
 
 import pytest
 from html_cdp import Browser, find_chromium, install_chromium
+from html_runs import RACE_PROFILE, ROOT, run
 
-from helmsim.cli.simulate import build_inputs
-from helmsim.cluster.profile import load_profile
-from helmsim.simulate import SimulationResult, simulate
-
-ROOT = Path(__file__).resolve().parents[2]
-DATA = Path(__file__).resolve().parent / "data"
-SEED1 = ROOT / "examples" / "seed1-migrate-race"
-SEED2 = ROOT / "examples" / "seed2-hf-cache"
-RACE_PROFILE = DATA / "cilium-always-fastpull.yaml"
-FAILS_VALUES = DATA / "migrate-fails-values.yaml"
-
-
-@cache
-def run(example: str, profile: str, *values: str) -> SimulationResult:
-    """A simulation of an example with its Flux objects (cached: results are not mutated)."""
-    target = ROOT / "examples" / example
-    releases = build_inputs(
-        str(target), values=list(values), sets=[], helmrelease=[str(target / "flux")], charts=[],
-        release_name=None, namespace="default", upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
-    )
-    return simulate(load_profile(profile), releases)
+from helmsim.simulate import SimulationResult
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, FAILS_VALUES, RACE_PROFILE, SEED1, SEED2, run
+from html_runs import DATA, FAILS_VALUES, RACE_PROFILE, SEED1, SEED2, run
 from html_dom import lane, parse
 from typer.testing import CliRunner
 

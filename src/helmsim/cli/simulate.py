@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from helmsim import montecarlo
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, console
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.errors import InputError
-from helmsim.inputs import load_release
 from helmsim.flux import inputs as flux_inputs
+from helmsim.inputs import load_release
 from helmsim.report import simulate as report
-from helmsim.simulate import DEFAULT_HORIZON, UNMAPPED_READY_AFTER, ChartSource, ReleaseInput, simulate, values_from_refs
+from helmsim.simulate import (
+    DEFAULT_HORIZON,
+    UNMAPPED_READY_AFTER,
+    ChartSource,
+    ReleaseInput,
+    SimulationResult,
+    simulate,
+    values_from_refs,
+)
+
+if TYPE_CHECKING:
+    from helmsim.report.html import Finding, OutcomeDistribution
 
 
 class SimFormat(str, Enum):
@@ -205,29 +218,122 @@ def _monte_carlo(
     horizon: str | None,
     unmapped_ready_after: str | None,
 ) -> None:
-    """``--runs N``: each outcome's probability with its 95 % interval (helmsim.montecarlo)."""
+    """``--runs N``: each outcome's probability with its 95 % interval (helmsim.montecarlo).
+
+    With ``--format html``: the nominal (deterministic) run's timeline with each release's
+    outcome histogram and time to Ready over the sampled runs next to it.
+    """
     import json
 
-    from helmsim import montecarlo
-
-    if fmt is SimFormat.html:
-        raise InputError("--format html shows one run; with --runs use --format text or json")
-    task = montecarlo.SimulateTask(
-        prof,
-        tuple(releases),
-        _seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True),
-        _seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
-    )
+    limit = _seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
+    unmapped = _seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after")
+    task_type = HtmlSimulateTask if fmt is SimFormat.html else montecarlo.SimulateTask
+    task = task_type(prof, tuple(releases), limit, unmapped)
     result = montecarlo.run_many(task, runs, seed, backend=backend)  # type: ignore[arg-type]
-    if fmt is SimFormat.json:
+    if fmt is SimFormat.html:
+        from helmsim.report.html import render_html
+
+        nominal = simulate(prof, releases, horizon=limit, seed=seed, sample_latencies=False, unmapped_ready_after=unmapped)
+        _emit_html(
+            render_html(
+                nominal,
+                title=f"helmsim simulate on {prof.name}: nominal timeline and {runs} Monte-Carlo runs (seed {seed})",
+                findings=monte_carlo_findings(result, replay="the same command with --runs 1 --seed"),
+                distributions=outcome_distributions(result, nominal),
+                run_titles=[f"timeline with nominal latencies; histograms over {runs} runs with sampled latencies, seed {seed}"],
+            ),
+            output or "-",
+        )
+    elif fmt is SimFormat.json:
         text = json.dumps({"profile": prof.name, **result.to_dict()}, indent=2) + "\n"
     else:
         text = montecarlo.render_text(
             result, title=f"Monte Carlo on profile {prof.name}", replay="the same command with --runs 1 --seed SEED"
         )
-    _emit(text, output) if output else console.out(text, end="", highlight=False)
+    if fmt is not SimFormat.html:
+        _emit(text, output) if output else console.out(text, end="", highlight=False)
     if any(s.count and s.label.startswith("outcome ") and s.label != "outcome Ready" and "(not simulated)" not in s.group for s in result.stats):
         raise typer.Exit(1)
+
+
+# --- Monte Carlo in HTML (also used by ``helmsim test --format html --runs N``) ---------------------
+
+_OUTCOME = "html outcome of "
+_READY_AT = "html time to Ready of "
+
+
+def outcome_observations(result: SimulationResult) -> tuple[montecarlo.Observation, ...]:
+    """Each simulated release's outcome and, when Ready, its time to Ready (the label, in
+    simulated seconds to the millisecond): the counts :func:`outcome_distributions` reads."""
+    out = []
+    for o in result.releases:
+        if not o.simulated:
+            continue
+        rel = f"{o.namespace}/{o.name}"
+        out.append(montecarlo.Observation(_OUTCOME + rel, o.outcome))
+        if o.outcome == "Ready" and o.ready_at is not None:
+            out.append(montecarlo.Observation(_READY_AT + rel, f"{o.ready_at:.3f}"))
+    return tuple(out)
+
+
+def outcome_distributions(
+    report: montecarlo.Report, nominal: SimulationResult, run: int | None = None
+) -> list[OutcomeDistribution]:
+    """One histogram per release simulated in ``nominal``, from :func:`outcome_observations`."""
+    from helmsim.report.html import OutcomeDistribution
+
+    out = []
+    for o in nominal.releases:
+        rel = f"{o.namespace}/{o.name}"
+        counts = {s.label: s.count for s in report.stats if s.group == _OUTCOME + rel and s.count}
+        if not counts:
+            continue
+        ready_at = sorted(float(s.label) for s in report.stats if s.group == _READY_AT + rel for _ in range(s.count))
+        out.append(OutcomeDistribution(rel, nominal.profile, counts, tuple(ready_at), run))
+    return out
+
+
+def monte_carlo_findings(report: montecarlo.Report, *, replay: str, run: int | None = None) -> list[Finding]:
+    """The other observations of :func:`helmsim.montecarlo.observe` (first attempt failed,
+    denied, a Job Failed, a non-Ready outcome) with their interval and a replay seed."""
+    from helmsim.report.html import Finding
+
+    out = []
+    for s in report.stats:
+        if s.group.startswith("html ") or s.group.endswith("(not simulated)") or s.label == "outcome Ready":
+            continue
+        lo, hi = s.interval
+        kind, _, ref = s.group.partition(" ")
+        message = f"{s.group}: {s.label} in {s.count} of {s.runs} runs."
+        if s.seed is not None:
+            message += f" Replay one such run: {replay} {s.seed}"
+        out.append(
+            Finding(
+                title=f"{s.label}: {s.count}/{s.runs} runs ({100 * s.probability:.2f} %, 95 % interval "
+                f"[{100 * lo:.2f} %, {100 * hi:.2f} %])",
+                message=message,
+                severity="warning" if s.count and s.failing else "note",
+                objects=(f"{kind}/{ref}",),
+                run=run,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class HtmlSimulateTask(montecarlo.SimulateTask):
+    """A ``simulate --runs`` run that also reports outcomes and times to Ready (picklable)."""
+
+    def __call__(self, seed: int) -> tuple[montecarlo.Observation, ...]:
+        result = simulate(
+            self.profile,
+            self.releases,
+            horizon=self.horizon,
+            seed=seed,
+            sample_latencies=True,
+            unmapped_ready_after=self.unmapped_ready_after,
+        )
+        return montecarlo.observe(result) + outcome_observations(result)
 
 
 def _emit_html(text: str, output: str) -> None:

@@ -57,7 +57,8 @@ class Finding:
     ``chain`` lists trace event ids or ``ChainStep``s, cause first (``Trace.chain`` order);
     ``objects`` the ``Kind/namespace/name`` refs the finding cites; ``profile`` and ``release``
     (``namespace/name`` of the HelmRelease) say which run it belongs to (default: the first).
-    ``severity`` is error, warning or note.
+    ``severity`` is error, warning or note. ``run`` (an index into the runs) picks the run
+    when several share a profile (``helmsim test``: one run per scenario); it wins over ``profile``.
     """
 
     title: str
@@ -68,6 +69,7 @@ class Finding:
     chain: tuple[int | ChainStep, ...] = ()
     objects: tuple[str, ...] = ()
     id: str | None = None
+    run: int | None = None
 
     @classmethod
     def coerce(cls, value: Finding | Mapping[str, Any]) -> Finding:
@@ -83,6 +85,7 @@ class Finding:
             chain=tuple(ChainStep.coerce(i) for i in value.get("chain", ()) or ()),
             objects=tuple(str(o) for o in value.get("objects", ()) or ()),
             id=value.get("id"),
+            run=None if value.get("run") is None else int(value["run"]),
         )
 
     @property
@@ -101,13 +104,15 @@ class OutcomeDistribution:
     """Monte-Carlo outcomes of one release under one profile (``helmsim test``).
 
     ``counts`` maps an outcome (Ready, Failed, Stalled, Blocked, Progressing) to its number of
-    runs; ``ready_at`` holds the simulated time to Ready of the runs that got Ready.
+    runs; ``ready_at`` holds the simulated time to Ready of the runs that got Ready. ``run`` (an
+    index into the runs) puts it next to that run's timeline only, when several share a profile.
     """
 
     release: str
     profile: str
     counts: Mapping[str, int]
     ready_at: tuple[float, ...] = ()
+    run: int | None = None
 
     @classmethod
     def coerce(cls, value: OutcomeDistribution | Mapping[str, Any]) -> OutcomeDistribution:
@@ -119,6 +124,7 @@ class OutcomeDistribution:
             profile=str(value["profile"]),
             counts={str(k): int(v) for k, v in dict(value.get("counts") or {}).items()},
             ready_at=tuple(float(t) for t in value.get("ready_at", value.get("readyAt", ())) or ()),
+            run=None if value.get("run") is None else int(value["run"]),
         )
 
 
@@ -662,9 +668,11 @@ def render_html(
     title: str | None = None,
     findings: Sequence[Finding | Mapping[str, Any]] = (),
     distributions: Sequence[OutcomeDistribution | Mapping[str, Any]] = (),
+    run_titles: Sequence[str] = (),
 ) -> str:
     """One self-contained HTML document for one or more runs (one per profile), with optional
-    findings and Monte-Carlo outcome distributions. Same inputs → the same bytes."""
+    findings and Monte-Carlo outcome distributions. ``run_titles[i]`` heads run ``i`` (e.g. the
+    scenario it simulates). Same inputs → the same bytes."""
     run_list = [runs] if isinstance(runs, SimulationResult) else list(runs)
     found = [Finding.coerce(f) for f in findings]
     dists = [OutcomeDistribution.coerce(d) for d in distributions]
@@ -685,7 +693,8 @@ def render_html(
             for lane in tl.lanes:
                 namespaces.add(lane.namespace or "(cluster)")
                 kinds.add(lane.kind)
-        body.append(_run_html(r, result, timelines, mine, dists, shown_dists, index, ids))
+        heading = run_titles[r] if r < len(run_titles) else ""
+        body.append(_run_html(r, result, timelines, mine, dists, shown_dists, index, ids, heading))
     rest = [d for i, d in enumerate(dists) if i not in shown_dists]
     if rest:
         body.append('<section class="run" aria-labelledby="mc-h"><h2 id="mc-h">Monte-Carlo outcomes</h2>')
@@ -698,10 +707,12 @@ def render_html(
 
 
 def _with_id(f: Finding, i: int) -> Finding:
-    return Finding(f.title, f.message, f.severity, f.profile, f.release, f.chain, f.objects, f"F{i + 1}")
+    return Finding(f.title, f.message, f.severity, f.profile, f.release, f.chain, f.objects, f"F{i + 1}", f.run)
 
 
 def _run_of(f: Finding, runs: Sequence[SimulationResult]) -> int:
+    if f.run is not None and 0 <= f.run < len(runs):
+        return f.run
     if f.profile is not None:
         for r, res in enumerate(runs):
             if res.profile == f.profile:
@@ -742,18 +753,19 @@ def _run_html(
     shown: set[int],
     index: Mapping[str, Any],
     ids: _Ids,
+    heading: str = "",
 ) -> str:
     head = ids.make(f"run-{r}")
     out = [f'<section class="run" id="{head}" aria-labelledby="{head}-h">']
     sub = f" · upgrade from t={_t(result.upgrade_start)}s" if result.upgrade_start else ""
     out.append(
-        f'<h2 id="{head}-h">Profile <code>{_e(result.profile)}</code>'
+        f'<h2 id="{head}-h">{_run_heading(heading)}Profile <code>{_e(result.profile)}</code>'
         f' <span class="sub">simulated until t={_t(result.end_time)}s{_e(sub)}</span></h2>'
     )
     out.append(_summary_table(result))
     by_release = {f"{tl.outcome.namespace}/{tl.outcome.name}": tl for tl in timelines}
     for rel, tl in by_release.items():
-        mine = [i for i, d in enumerate(dists) if d.release == rel and d.profile == result.profile]
+        mine = [i for i, d in enumerate(dists) if d.release == rel and _dist_in_run(d, r, result)]
         shown.update(mine)
         out.append(_timeline_html(r, tl, [dists[i] for i in mine], index, ids))
     if findings:
@@ -762,6 +774,14 @@ def _run_html(
         out.append(f'<p class="note"><span aria-hidden="true">ℹ</span> note: {_e(note)}</p>')
     out.append("</section>")
     return "".join(out)
+
+
+def _run_heading(heading: str) -> str:
+    return f'<span class="run-title">{_e(heading)}</span> · ' if heading else ""
+
+
+def _dist_in_run(d: OutcomeDistribution, r: int, result: SimulationResult) -> bool:
+    return d.run == r if d.run is not None else d.profile == result.profile
 
 
 def _summary_table(result: SimulationResult) -> str:
