@@ -98,16 +98,49 @@ def test_apiserver_outage_fails_helm_creates_with_the_client_error(mini: str) ->
     )
 
 
-def test_apiserver_outage_drops_pod_connections_in_the_window(mini: str) -> None:
+def test_apiserver_outage_refuses_pod_connections_in_the_window(mini: str) -> None:
     run = simulate_chart(
         mini,
         values={"deploy": {"enabled": False}},
         faults=[{"apiserverOutage": {"from": "3s", "to": "300s"}}],
     )
-    denied = events(run, "connect-denied")
-    assert denied and all("apiserverOutage" in e.message for e in denied)
-    assert all(3 <= e.time < 300 for e in denied)
+    # the API server's port is closed: pods' clients get the same refusal Helm gets, at once
+    refused = [e for e in events(run, "connect-refused") if "apiserverOutage" in e.message]
+    assert refused and all(3 <= e.time < 300 for e in refused)
+    assert all("dial tcp 10.96.0.1:443: connect: connection refused" in e.message for e in refused)
     run.expect(connection="kube-apiserver", from_="Job/default/mini-migrate", pod=1, result="failed")
+
+
+def test_apiserver_outage_turns_helm_polls_unknown_and_holds_kubelet_status(mini: str) -> None:
+    run = simulate_chart(
+        mini,
+        values={"deploy": {"enabled": False}},
+        faults=[{"apiserverOutage": {"from": "3s", "to": "60s"}}],
+    )
+    # kstatus polling: a failed GET is Unknown with the client's error, until the outage ends
+    unknown = [e for e in events(run, "poll", status="Unknown") if e.obj == "Job/default/mini-migrate"]
+    assert unknown and all(3 <= e.time < 60 for e in unknown)
+    assert 'Get "https://10.96.0.1:443/apis/batch/v1/namespaces/default/jobs/mini-migrate"' in unknown[0].message
+    # the kubelet's status writes fail during the window and land after it (syncPeriod 10 s)
+    held = [e for e in run.trace if e.actor == "kubelet" and e.what == "api-unreachable"]
+    assert held and all(3 <= e.time < 60 for e in held)
+    assert not [e for e in run.trace if e.actor == "kubelet" and e.what == "status" and 3 < e.time < 60]
+    run.expect(release="mini", outcome="Ready")
+
+
+def test_apiserver_outage_during_an_upgrade_fails_helms_get_before_the_patch(mini: str) -> None:
+    run = simulate_chart(
+        mini,
+        upgrade_from={"chart": mini, "set": ["job.enabled=false"]},
+        values={"job": {"enabled": False}, "deploy": {"replicas": 2}},
+        faults=[{"apiserverOutage": {"from": 5.015, "to": "600s"}}],
+    )
+    run.expect(
+        release="mini",
+        ready="False",
+        # helm/helm pkg/kube/client.go update: the GET before the patch fails first
+        messageContains='could not get information about the resource: Get "https://10.96.0.1:443/apis/apps/v1/namespaces/default/deployments/mini-web": dial tcp 10.96.0.1:443: connect: connection refused',
+    )
 
 
 def test_provisioner_fails_twice_then_provisions(mini: str) -> None:

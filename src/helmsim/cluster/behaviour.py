@@ -197,17 +197,35 @@ class BehaviourOverride:
 
 
 class Faults(Protocol):
-    """Fault injection consulted by the kubelet (the seam for a later fault DSL).
+    """Fault injection (``simulate(..., faults=...)``, read from ``sim.faults``).
 
-    ``image_pull_error`` returns an error text to fail that pull (``ErrImagePull``) or ``None``;
-    ``exit_code`` returns a forced exit code for run number ``run`` (0-based) or ``None``.
+    Consulted by the kubelet: ``image_pull_error`` returns an error text to fail that pull
+    (``ErrImagePull``) or ``None``; ``image_pull_delay`` extra seconds for that pull or ``None``
+    (``attempt`` 0-based for both); ``exit_code`` a forced exit code for run number ``run``
+    (0-based) or ``None``. By the network state: ``policy_propagation`` the propagation of a new
+    version of policy ``doc`` given the profile's ``sampled`` one. By external provisioners:
+    ``provision_error`` the driver's error for provisioning attempt ``attempt`` (1-based) of
+    ``claim`` or ``None``; ``provision_delay`` extra seconds before its volume exists or ``None``.
+    Callers tolerate objects without the newer methods.
     """
 
     def image_pull_error(
         self, pod: Mapping[str, Any], container: str, attempt: int
     ) -> str | None: ...
 
+    def image_pull_delay(
+        self, pod: Mapping[str, Any], container: str, attempt: int
+    ) -> float | None: ...
+
     def exit_code(self, pod: Mapping[str, Any], container: str, run: int) -> int | None: ...
+
+    def policy_propagation(self, doc: Mapping[str, Any], sampled: float) -> float: ...
+
+    def provision_error(
+        self, claim: Mapping[str, Any], provisioner: str, attempt: int
+    ) -> str | None: ...
+
+    def provision_delay(self, claim: Mapping[str, Any], provisioner: str) -> float | None: ...
 
 
 @dataclass(frozen=True)

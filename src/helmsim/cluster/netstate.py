@@ -130,10 +130,17 @@ class NetworkState:
             return
         self._add_version(doc, t0, ev)
 
+    def _propagation_of(self, doc: Mapping[str, Any]) -> float:
+        """The propagation of a new version of ``doc``: the profile's draw, as the scenario's
+        ``Faults.policy_propagation`` hook adjusts it (when the simulation has one)."""
+        sampled = self._propagation()
+        hook = getattr(getattr(self.sim, "faults", None), "policy_propagation", None)
+        return sampled if hook is None else max(0.0, float(hook(doc, sampled)))
+
     def _add_version(self, doc: Mapping[str, Any], t0: float, cause: int | None) -> None:
         key = key_of(doc)
         versions = self._versions.setdefault(key, [])
-        v = _Version(key, dict(doc), len(versions), t0, t0 + self._propagation(), cause)
+        v = _Version(key, dict(doc), len(versions), t0, t0 + self._propagation_of(doc), cause)
         versions.append(v)
         self._sets.clear()
         self.sim.after(max(0.0, v.effective - self.sim.now), self._take_effect, v)
@@ -272,9 +279,16 @@ class NetworkState:
                 f"allocated at t={ready:.2f}s) and policyEnforcementMode=always",
                 cause="policy",
             )
-        return evaluate(
+        v = evaluate(
             src, target, self.policies(pod=(src.namespace, src.name)), self.view(src), self.cni
         )
+        if v.allowed and isinstance(target, KubeApiServer):
+            # An API server that is down (Store.unavailable) refuses the connection the policies
+            # let through: the kubernetes Service still has its endpoint, whose port is closed.
+            why = self.sim.store.unavailable(f"system:serviceaccount:{src.namespace}:{src.service_account}")
+            if why is not None:
+                return replace(v, allowed=False, reason=why, decided_by=(), cause="no-endpoints")
+        return v
 
     def source_port(self) -> int:
         self._ports += 1

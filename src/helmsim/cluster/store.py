@@ -72,6 +72,21 @@ class ApiError(Exception):
         self.message = message
 
 
+class ApiUnreachable(ApiError):
+    """The client never reached the API server (a transport error, not a server response).
+
+    ``message`` is client-go's text, ``why`` what the availability hook said (for traces).
+    """
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__("Unreachable", message)
+        self.why = why
+
+
+Availability = Callable[[str], "str | None"]
+"""``availability(actor)``: why ``actor`` cannot reach the API server now, or None."""
+
+
 def key_of(obj: Mapping[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
     return (str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", "")))
@@ -81,6 +96,19 @@ def ref_of(obj: Mapping[str, Any]) -> str:
     """``Kind/ns/name`` or ``Kind/name`` (fluxcd/pkg ssa/utils/fmt.go FmtObjMetadata)."""
     kind, ns, name = key_of(obj)
     return f"{kind}/{ns}/{name}" if ns else f"{kind}/{name}"
+
+
+def api_path(obj: Mapping[str, Any], *, item: bool = True) -> str:
+    """The REST path of ``obj`` (``item``) or of its collection: ``/apis/batch/v1/namespaces/ns/jobs``.
+
+    k8s.io/client-go rest/request.go URL: ``/api/v1`` for the core group, ``/apis/<group>/<version>``
+    otherwise, then ``namespaces/<ns>``, the lowercase plural resource and the name.
+    """
+    api = str(obj.get("apiVersion") or "v1")
+    kind, ns, name = key_of(obj)
+    path = (f"/api/{api}" if "/" not in api else f"/apis/{api}") + (f"/namespaces/{ns}" if ns else "")
+    path += f"/{_resource_name(kind)}"
+    return f"{path}/{name}" if item else path
 
 
 def _resource_name(kind: str) -> str:
@@ -106,6 +134,47 @@ class Store:
         self._applied: dict[tuple[Key, str], dict[str, Any]] = {}
         self.admission: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
         """Called on every create (API server admission); may mutate, or raise ApiError."""
+        self.availability: Availability | None = None
+        """Consulted before every write: a reason refuses the writer (see :meth:`unavailable`)."""
+
+    # --- availability -----------------------------------------------------------------------------
+    def unavailable(self, actor: str) -> str | None:
+        """Why ``actor`` cannot reach the API server now (None: it can).
+
+        Every write (create, apply, update, update_status, delete) asks first and raises
+        :class:`ApiUnreachable` with client-go's error text when refused; clients ask before a
+        read they model as failing (:meth:`unreachable`). Who is refused is the hook's choice:
+        only refuse writers that handle the error (Helm, helm-controller, pods, the kubelet, the
+        scheduler, external provisioners).
+        """
+        return self.availability(actor) if self.availability is not None else None
+
+    def unreachable(
+        self, actor: str, verb: str, obj: Mapping[str, Any], *, item: bool = True, sub: str = ""
+    ) -> ApiUnreachable | None:
+        """The error ``actor``'s ``verb`` (Get, Post, Put, Patch, Delete) on ``obj`` meets now.
+
+        golang/go src/net/url/url.go Error.Error prints ``<Op> "<URL>": <Err>``; client-go's
+        in-cluster config dials the ``kubernetes`` Service address (rest.InClusterConfig:
+        KUBERNETES_SERVICE_HOST:443), and a closed port answers ``connect: connection refused``.
+        Query parameters (``fieldManager``, ``timeout``) are not modelled.
+        """
+        why = self.unavailable(actor)
+        if why is None:
+            return None
+        host = f"{self.apiserver_ip()}:443"
+        url = f"https://{host}{api_path(obj, item=item)}" + (f"/{sub}" if sub else "")
+        return ApiUnreachable(f'{verb} "{url}": dial tcp {host}: connect: connection refused', why)
+
+    def apiserver_ip(self) -> str:
+        """The ClusterIP of the ``kubernetes`` Service (the profile's, default 10.96.0.1)."""
+        addressing = getattr(self._sim.profile, "addressing", None)
+        return str(getattr(addressing, "apiserver_cluster_ip", None) or "10.96.0.1")
+
+    def _refuse(self, actor: str, verb: str, obj: Mapping[str, Any], *, item: bool = True, sub: str = "") -> None:
+        err = self.unreachable(actor, verb, obj, item=item, sub=sub)
+        if err is not None:
+            raise err  # the caller reports it as its client does
 
     # --- reads ------------------------------------------------------------------------------------
     def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
@@ -138,6 +207,7 @@ class Store:
 
     def create(self, obj: Mapping[str, Any], *, actor: str, cause: int | None = None) -> dict[str, Any]:
         """Create; raises ``ApiError("AlreadyExists")`` when the object exists."""
+        self._refuse(actor, "Post", obj, item=False)
         key = key_of(obj)
         if key in self._objects:
             kind, _, name = key
@@ -167,6 +237,7 @@ class Store:
         (name, port, mountPath …); other lists are atomic. ``metadata.generation`` increases when
         anything but metadata and status changes (k8s.io/apiserver: generation tracks the spec).
         """
+        self._refuse(actor, "Patch", obj)
         key = key_of(obj)
         applied = _strip_server_fields(clone(dict(obj)))
         live = self._objects.get(key)
@@ -195,6 +266,7 @@ class Store:
 
     def update(self, obj: Mapping[str, Any], *, actor: str, cause: int | None = None, quiet: bool = False) -> dict[str, Any]:
         """Replace an existing object as a controller does (metadata and spec, status kept)."""
+        self._refuse(actor, "Put", obj)
         key = key_of(obj)
         live = self._objects.get(key)
         if live is None:
@@ -224,6 +296,7 @@ class Store:
         live = self.get(kind, namespace, name)
         if live is None:
             return None
+        self._refuse(actor, "Put", live, sub="status")
         new = {**live, "status": clone(dict(status))}
         self._bump(new)
         self._objects[key_of(new)] = new
@@ -249,6 +322,7 @@ class Store:
         live = self.get(kind, namespace, name)
         if live is None:
             return False
+        self._refuse(actor, "Delete", live)
         if live["metadata"].get("deletionTimestamp"):
             return True
         marked = clone(live)

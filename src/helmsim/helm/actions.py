@@ -155,7 +155,7 @@ def wait_for(
     last: dict[ObjectId, Status] = {}
     start_ev = sim.log(ctx.actor, "wait-start", what, f"waiting for {len(waited)} objects ({reader}, timeout {timeout:g}s)", cause=cause)
     while True:
-        entries = [(object_id(r), live_status(sim, r, reader)) for r in waited]
+        entries = [(object_id(r), _read_error(ctx, r) or live_status(sim, r, reader)) for r in waited]
         for oid, res in entries:
             if last.get(oid) is not res.status:
                 last[oid] = res.status
@@ -165,6 +165,24 @@ def wait_for(
             sim.log(ctx.actor, "wait-end", what, decision.error or "all resources are ready", cause=start_ev.id, error=decision.error)
             return decision.error
         yield sim.sleep(min(POLL_INTERVAL, deadline - sim.now))
+
+
+def _read_error(ctx: HelmContext, res: Resource) -> Result | None:
+    """The poll's GET failing while the API server is unreachable: fluxcd/cli-utils
+    pkg/kstatus/polling/statusreaders/common.go errIdentifierToResourceStatus turns any error but
+    NotFound into Unknown carrying the error (helm-controller polls with the direct reader)."""
+    ident = {"apiVersion": res.body.get("apiVersion"), "kind": res.kind, "metadata": {"namespace": res.namespace, "name": res.name}}
+    err = ctx.sim.store.unreachable(ctx.actor, "Get", ident)
+    return None if err is None else Result(Status.UNKNOWN, err.message, error=err.message)
+
+
+def _delete(ctx: HelmContext, res: Resource, cause: int | None) -> tuple[bool, str | None]:
+    """Delete ``res`` (background propagation); (whether it existed, the client's error)."""
+    try:
+        return ctx.sim.store.delete(res.kind, res.namespace, res.name, actor=ctx.actor, cause=cause, grace=_grace(ctx.sim, res)), None
+    except ApiError as err:
+        ctx.sim.log(ctx.actor, "apply-error", res.ref, err.message, cause=cause)
+        return True, err.message
 
 
 def wait_deleted(ctx: HelmContext, resources: Sequence[Resource], timeout: float) -> Proc:
@@ -263,7 +281,10 @@ def exec_hooks(ctx: HelmContext, rel: Release, hooks: Sequence[Resource], event:
         policies = hook.hook.delete_policies or ("before-hook-creation",)
         ev = sim.log(ctx.actor, "hook-start", hook.ref, f"{event} hook {hook.ref} (weight {hook.hook.weight})", cause=cause, event=event)
         if "before-hook-creation" in policies and hook.kind != "CustomResourceDefinition":
-            if sim.store.delete(hook.kind, hook.namespace, hook.name, actor=ctx.actor, cause=ev.id, grace=_grace(sim, hook)):
+            existed, err = _delete(ctx, hook, ev.id)
+            if err:
+                return err
+            if existed:
                 err = yield from wait_deleted(ctx, [hook], opts.timeout)
                 if err:
                     return err
@@ -298,7 +319,7 @@ def exec_hooks(ctx: HelmContext, rel: Release, hooks: Sequence[Resource], event:
 def _delete_hook(ctx: HelmContext, hook: Resource, cause: int | None) -> None:
     if hook.kind == "CustomResourceDefinition":
         return  # pkg/action/hooks.go deleteHookByPolicy: never delete CRDs
-    ctx.sim.store.delete(hook.kind, hook.namespace, hook.name, actor=ctx.actor, cause=cause, grace=_grace(ctx.sim, hook))
+    _delete(ctx, hook, cause)
 
 
 def _grace(sim: Simulation, res: Resource) -> float:
@@ -485,6 +506,12 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
         yield sim.sleep(sim.latency("api_write"))
         live = sim.store.get(res.kind, res.namespace, res.name)
         obj = to_object(res, target.name, target.namespace)
+        unreachable = sim.store.unreachable(ctx.actor, "Get", obj)
+        if unreachable is not None:
+            # helm/helm pkg/kube/client.go update: the GET before each create-or-patch stops the walk
+            err_text = f"could not get information about the resource: {unreachable.message}"
+            sim.log(ctx.actor, "apply-error", res.ref, err_text, cause=cause)
+            return err_text
         if live is None:
             try:
                 sim.store.create(obj, actor=ctx.actor, cause=cause)
@@ -507,7 +534,11 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
                 sim.log(ctx.actor, "apply-error", res.ref, p, cause=cause)
             errors.extend(problems)
             continue
-        sim.store.apply(obj, actor=ctx.actor, cause=cause)
+        try:
+            sim.store.apply(obj, actor=ctx.actor, cause=cause)
+        except ApiError as err:
+            sim.log(ctx.actor, "apply-error", res.ref, err.message, cause=cause)
+            errors.append(err.message)
     if errors:
         return " && ".join(errors)
     new_keys = {r.key for r in target.manifest}
@@ -520,7 +551,7 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
         if ((live.get("metadata") or {}).get("annotations") or {}).get("helm.sh/resource-policy") == "keep":
             sim.log(ctx.actor, "kept", res.ref, f"{res.ref} kept (helm.sh/resource-policy: keep)", cause=cause)
             continue
-        sim.store.delete(res.kind, res.namespace, res.name, actor=ctx.actor, cause=cause, grace=_grace(sim, res))
+        _delete(ctx, res, cause)
     return None
 
 
@@ -592,7 +623,7 @@ def uninstall(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions, 
                 sim.log(ctx.actor, "kept", res.ref, f"{res.ref} kept due to the resource policy", cause=start.id)
             continue
         to_delete.append(res)
-        sim.store.delete(res.kind, res.namespace, res.name, actor=ctx.actor, cause=start.id, grace=_grace(sim, res))
+        _delete(ctx, res, start.id)
     if opts.wait != "hookOnly":
         err = yield from wait_deleted(ctx, to_delete, opts.timeout)
         if err:

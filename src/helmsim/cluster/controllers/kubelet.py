@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import ipaddress
+import math
 from collections import defaultdict
 from collections.abc import Generator, Mapping
 from typing import Any
@@ -29,7 +30,7 @@ from helmsim.cluster.behaviour import (
 )
 from helmsim.cluster.engine import Controller, Simulation
 from helmsim.cluster.netstate import network_state
-from helmsim.cluster.store import ApiError, ref_of
+from helmsim.cluster.store import ApiError, ApiUnreachable, ref_of
 
 SOURCE = "kubelet"
 # kubernetes pkg/kubelet/active_deadline.go: reason and message of an expired activeDeadlineSeconds.
@@ -40,8 +41,40 @@ PROBE_PERIOD = 10.0
 # Exit codes of a container stopped by the kubelet: SIGTERM on deletion, SIGKILL on deadline.
 EXIT_SIGTERM = 143
 EXIT_SIGKILL = 137
+# kubernetes pkg/kubelet/status/status_manager.go: syncPeriod = 10 s, the status manager's retry
+# of pod status updates that failed.
+STATUS_SYNC_PERIOD = 10.0
 
 Key = tuple[str, str]
+
+# --- a lost node ----------------------------------------------------------------------------------
+# kubernetes pkg/controller/nodelifecycle/config/v1alpha1/defaults.go: NodeMonitorGracePeriod 40 s
+# (how long a silent kubelet is trusted before its Node's Ready condition turns Unknown).
+NODE_MONITOR_GRACE = 40.0
+# kubernetes plugin/pkg/admission/defaulttolerationseconds: every pod tolerates the not-ready and
+# unreachable NoExecute taints for 300 s unless it says otherwise.
+DEFAULT_TOLERATION_SECONDS = 300.0
+# kubernetes staging/src/k8s.io/api/core/v1/well_known_taints.go TaintNodeUnreachable.
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+# kubernetes pkg/controller/podgc/gc_controller.go: gcCheckPeriod = 20 s; quarantineTime = 40 s
+# (how long a node must stay missing before its pods are force-deleted as orphans).
+PODGC_PERIOD = 20.0
+PODGC_QUARANTINE = 40.0
+# gc_controller.go gcOrphaned: the condition PodGC sets (markFailedAndDeletePodWithCondition
+# also sets phase Failed) before the forced deletion (grace 0).
+PODGC_CONDITION = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "DeletionByPodGC",
+    "message": "PodGC: node no longer exists",
+}
+# kubernetes pkg/controller/tainteviction/taint_eviction.go addConditionAndDeletePod.
+TAINT_EVICTION_CONDITION = {
+    "type": "DisruptionTarget",
+    "status": "True",
+    "reason": "DeletionByTaintManager",
+    "message": "Taint manager: deleting due to NoExecute taint",
+}
 
 
 def go_duration(seconds: float) -> str:
@@ -205,6 +238,23 @@ class Kubelet(Controller):
         self.runtimes: dict[Key, PodRuntime] = {}
         self.images: dict[str, set[str]] = defaultdict(set)
         self._ips: dict[str, int] = {}
+        self.lost: set[str] = set()
+        """Nodes whose machine is gone (:meth:`node_lost`): nothing runs or reports there."""
+
+    def node_lost(self, node: str, *, cause: int | None = None, instance_gone: bool = True) -> None:
+        """The machine behind ``node`` stops: its containers stop and no kubelet reports from it.
+
+        What follows is the control plane's (:func:`lose_node`): with ``instance_gone`` the Node
+        object is deleted and PodGC force-deletes its pods; otherwise the Node goes NotReady after
+        the node-monitor grace period and the taint eviction deletes its pods once their
+        ``unreachable`` toleration runs out. The scheduler stops choosing it either way (it reads
+        the live Node).
+        """
+        self.lost.add(node)
+        for rt in list(self.runtimes.values()):
+            if rt.node == node:
+                rt.vanish()
+        lose_node(self.sim, node, cause=cause, instance_gone=instance_gone)
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -228,6 +278,7 @@ class Kubelet(Controller):
         if (
             rt is None
             and (obj.get("spec") or {}).get("nodeName")
+            and (obj.get("spec") or {}).get("nodeName") not in self.lost
             and phase not in ("Succeeded", "Failed")
         ):
             rt = PodRuntime(self, obj)
@@ -276,6 +327,9 @@ class PodRuntime:
         self.main: simpy.Process | None = None
         self.procs: dict[str, simpy.Process] = {}
         self.stopped = False
+        self.vanished = False
+        self.retrying = False
+        self.unsynced = False
         self.model: PodModel | None = None
         self.backoff: dict[str, tuple[float, float]] = {}
         self.runs: dict[str, int] = defaultdict(int)
@@ -355,6 +409,9 @@ class PodRuntime:
 
     def push(self, message: str | None = None, cause: int | None = None) -> None:
         """Write the pod status (re-reading the live pod: other writers' conditions are kept)."""
+        if self.vanished:
+            return  # the node is gone: nobody reports this pod any more
+        why = message
         live = self.store.get("Pod", *self.key)
         if live is None or live["metadata"].get("uid") != self.uid:
             return
@@ -387,9 +444,25 @@ class PodRuntime:
             message = f"{self.ref} phase {old_phase or 'Pending'} -> {self.phase}" + (
                 f" ({message})" if message else ""
             )
-        self.store.update_status(
-            "Pod", *self.key, status, actor=self.k.name, cause=cause, message=message
-        )
+        try:
+            self.store.update_status(
+                "Pod", *self.key, status, actor=self.k.name, cause=cause, message=message
+            )
+        except ApiUnreachable as err:
+            # the status manager keeps the latest status and retries it every syncPeriod
+            if not self.retrying:
+                self.retrying = True
+                if not self.unsynced:
+                    self.unsynced = True
+                    self.log("api-unreachable", f"status update failed: {err.message} ({err.why})", cause)
+                self.sim.after(STATUS_SYNC_PERIOD, self._retry_push, why, cause)
+            return
+        self.unsynced = False
+
+    def _retry_push(self, message: str | None, cause: int | None) -> None:
+        self.retrying = False
+        if not self.vanished:
+            self.push(message, cause)
 
     def _host_ip(self) -> str:
         for i, n in enumerate(self.sim.profile.nodes):
@@ -562,11 +635,14 @@ class PodRuntime:
             )
             return
         faults = getattr(self.sim, "faults", None)
+        slower = getattr(faults, "image_pull_delay", None)
         attempt = 0
         backoff = 0.0
         while True:
             self.event("Normal", "Pulling", f'Pulling image "{image}"', cause)
             took = self.sim.latency("image_pull")
+            if slower is not None:
+                took += max(0.0, float(slower(self.store.get("Pod", *self.key) or {}, name, attempt) or 0.0))
             yield self.sim.sleep(took)
             err = (
                 faults.image_pull_error(self.store.get("Pod", *self.key) or {}, name, attempt)
@@ -710,6 +786,15 @@ class PodRuntime:
             for obj in model.applies:
                 try:
                     live, created = self.store.apply(obj, actor=actor, cause=last)
+                except ApiUnreachable:
+                    # kubernetes/kubectl pkg/cmd/util/helpers.go standardErrorMessage: a refused
+                    # connection is reported with the server's host:port.
+                    line = (
+                        f"The connection to the server {self.store.apiserver_ip()}:443 was refused - "
+                        "did you specify the right host or port?"
+                    )
+                    self.log("container-log", f"{name}: {line}", last, container=name, line=line)
+                    return 1
                 except ApiError as err:
                     self.log(
                         "container-log",
@@ -813,6 +898,14 @@ class PodRuntime:
                 st["ready"] = False
                 st["started"] = False
 
+    def vanish(self) -> None:
+        """The node is gone: every process stops at once and nothing more is reported."""
+        self.vanished = True
+        self.stopped = True
+        for proc in [self.main, *self.procs.values()]:
+            if proc is not None and proc.is_alive and proc is not self.sim.env.active_process:
+                proc.interrupt("node lost")
+
     def stop(self, cause: int | None, why: str) -> None:
         """The pod is being deleted: stop its containers (SIGTERM) and report the final status."""
         if self.stopped:
@@ -820,3 +913,131 @@ class PodRuntime:
         self._kill(EXIT_SIGTERM, cause)
         if why == "deleted" and self.store.get("Pod", *self.key) is not None:
             self.push("containers stopped (pod deleted)", cause)
+
+
+# --- a lost node: the control plane's side ----------------------------------------------------------
+def lose_node(sim: Simulation, node: str, *, cause: int | None = None, instance_gone: bool = True) -> None:
+    """What the control plane does about a node whose kubelet went silent at ``sim.now``.
+
+    ``instance_gone``: the machine was terminated and the Node object is deleted at once (as
+    Karpenter or a cloud's termination handler does; k8s.io/cloud-provider's node lifecycle
+    controller would first wait for NotReady), then PodGC force-deletes its pods. Otherwise the
+    node lifecycle controller marks it NotReady after :data:`NODE_MONITOR_GRACE` and the taint
+    eviction deletes its pods when their ``unreachable`` toleration expires.
+    """
+    if instance_gone:
+        if sim.store.get("Node", None, node) is not None:
+            sim.store.delete("Node", None, node, actor="cloud-node-lifecycle-controller", cause=cause)
+        # gc_controller.go gcOrphaned: a pod whose node is missing at a PodGC run is quarantined
+        # for 40 s; the first run after that deletes it. Runs are every 20 s from t=0.
+        first = math.ceil(sim.now / PODGC_PERIOD) * PODGC_PERIOD
+        sim.after(first + PODGC_QUARANTINE - sim.now, _gc_orphans, sim, node, cause)
+    else:
+        sim.after(NODE_MONITOR_GRACE, _mark_unreachable, sim, node, cause)
+
+
+def _gc_orphans(sim: Simulation, node: str, cause: int | None) -> None:
+    if sim.store.get("Node", None, node) is not None:
+        return  # the node came back within the quarantine
+    for pod in sim.store.list("Pod"):
+        if (pod.get("spec") or {}).get("nodeName") != node or pod["metadata"].get("deletionTimestamp"):
+            continue
+        ns, name = pod["metadata"].get("namespace"), pod["metadata"]["name"]
+        status = copy.deepcopy(pod.get("status") or {})
+        if status.get("phase") not in ("Succeeded", "Failed"):
+            status["phase"] = "Failed"
+            conds = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
+            conds.append({**PODGC_CONDITION, "lastTransitionTime": sim.timestamp()})
+            status["conditions"] = conds
+            sim.store.update_status("Pod", ns, name, status, actor="pod-garbage-collector", cause=cause)
+        sim.store.delete("Pod", ns, name, actor="pod-garbage-collector", cause=cause, grace=0.0)
+
+
+def _mark_unreachable(sim: Simulation, node: str, cause: int | None) -> None:
+    """kubernetes pkg/controller/nodelifecycle/node_lifecycle_controller.go tryUpdateNodeHealth:
+    Ready turns Unknown (NodeStatusUnknown), the unreachable NoSchedule and NoExecute taints are
+    added (doNoExecuteTaintingPass), and the node's pods get Ready=False (MarkPodsNotReady)."""
+    live = sim.store.get("Node", None, node)
+    if live is None:
+        return
+    now = sim.timestamp()
+    status = copy.deepcopy(live.get("status") or {})
+    for cond in status.get("conditions") or ():
+        if cond.get("status") != "Unknown":
+            cond.update(
+                status="Unknown",
+                reason="NodeStatusUnknown",
+                message="Kubelet stopped posting node status.",
+                lastTransitionTime=now,
+            )
+    actor = "node-lifecycle-controller"
+    updated = sim.store.update_status(
+        "Node", None, node, status, actor=actor, cause=cause, message=f"Node/{node} Ready Unknown: Kubelet stopped posting node status."
+    ) or live
+    tainted = copy.deepcopy(updated)
+    taints = [t for t in (tainted.get("spec") or {}).get("taints") or () if t.get("key") != TAINT_UNREACHABLE]
+    taints += [
+        {"key": TAINT_UNREACHABLE, "effect": "NoSchedule"},
+        {"key": TAINT_UNREACHABLE, "effect": "NoExecute", "timeAdded": now},
+    ]
+    tainted.setdefault("spec", {})["taints"] = taints
+    sim.store.update(tainted, actor=actor, cause=cause)
+    for pod in sim.store.list("Pod"):
+        if (pod.get("spec") or {}).get("nodeName") != node or pod["metadata"].get("deletionTimestamp"):
+            continue
+        ns, name = pod["metadata"].get("namespace"), pod["metadata"]["name"]
+        pstatus = copy.deepcopy(pod.get("status") or {})
+        for cond in pstatus.get("conditions") or ():
+            if cond.get("type") == "Ready" and cond.get("status") != "False":
+                cond.update(status="False", lastTransitionTime=now)
+        sim.store.update_status("Pod", ns, name, pstatus, actor=actor, cause=cause)
+        wait = _unreachable_toleration(pod)
+        if wait is not None:
+            sim.after(wait, _taint_evict, sim, node, ns, name, pod["metadata"].get("uid"), cause)
+
+
+def _unreachable_toleration(pod: Mapping[str, Any]) -> float | None:
+    """Seconds ``pod`` stays on an unreachable node (None: forever).
+
+    taint_eviction.go getMinTolerationTime over the tolerations matching the NoExecute taint; the
+    DefaultTolerationSeconds admission adds 300 s to pods that tolerate it no other way.
+    """
+    matching = [
+        t
+        for t in (pod.get("spec") or {}).get("tolerations") or ()
+        if (t.get("effect") in (None, "", "NoExecute"))
+        and (t.get("key") in (None, "", TAINT_UNREACHABLE))
+        and (t.get("operator") == "Exists" or (t.get("key") == TAINT_UNREACHABLE and not t.get("value")))
+    ]
+    if not matching:
+        return DEFAULT_TOLERATION_SECONDS
+    seconds = [t.get("tolerationSeconds") for t in matching]
+    if any(s is None for s in seconds):
+        return None
+    return max(0.0, float(min(seconds)))
+
+
+def _taint_evict(
+    sim: Simulation, node: str, ns: str, name: str, uid: str | None, cause: int | None
+) -> None:
+    pod = sim.store.get("Pod", ns, name)
+    live = sim.store.get("Node", None, node)
+    if pod is None or pod["metadata"].get("uid") != uid or pod["metadata"].get("deletionTimestamp"):
+        return
+    if live is None or not any(
+        t.get("key") == TAINT_UNREACHABLE for t in (live.get("spec") or {}).get("taints") or ()
+    ):
+        return
+    actor = "taint-eviction-controller"
+    status = copy.deepcopy(pod.get("status") or {})
+    conds = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
+    conds.append({**TAINT_EVICTION_CONDITION, "lastTransitionTime": sim.timestamp()})
+    status["conditions"] = conds
+    sim.store.update_status("Pod", ns, name, status, actor=actor, cause=cause)
+    # taint_eviction.go: the TaintManagerEviction event, then a graceful delete. The kubelet is
+    # gone, so a real pod stays Terminating until PodGC or a force delete; the store removes it
+    # after its grace period (not modelled).
+    ev = sim.store.record_event(
+        pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {ns}/{name}", source=actor, cause=cause
+    )
+    sim.store.delete("Pod", ns, name, actor=actor, cause=ev, grace=sim.pod_grace(pod))

@@ -37,7 +37,7 @@ from helmsim.cluster.controllers.storage import (
     size,
 )
 from helmsim.cluster.engine import Controller
-from helmsim.cluster.store import ApiError
+from helmsim.cluster.store import ApiError, ApiUnreachable
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -54,6 +54,15 @@ ZONE = "topology.kubernetes.io/zone"
 RETRY_BASE = 15.0
 RETRY_CAP = 1000.0
 FAILED_PROVISION_THRESHOLD = 15
+
+# kubernetes-sigs/sig-storage-lib-external-provisioner v13.0.0 controller/controller.go
+# provisionClaimOperation: a gRPC InvalidArgument from the driver is "infeasible" and reported
+# with this prefix (and retried slowly: the slow retry is not modelled).
+MSG_INFEASIBLE = "Volume provisioning failed with infeasible error. Retries will be delayed. "
+INVALID_ARGUMENT = "rpc error: code = InvalidArgument"
+# controller.go DefaultCreateProvisionedPVInterval = 10 s: a PV that could not be saved is retried
+# (volume_store.go; the give-up after DefaultCreateProvisionedPVRetryCount = 5 is not modelled).
+STORE_RETRY = 10.0
 
 MSG_FS_RESIZE_PENDING = (
     "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
@@ -201,14 +210,19 @@ class ExternalProvisioner(Controller):
             f'External provisioner is provisioning volume for claim "{claim_key(claim)}"',
             cause,
         )
-        problem = self._refusal(claim)
+        faults = getattr(self.sim, "faults", None)
+        failing = getattr(faults, "provision_error", None)
+        problem = self._refusal(claim) or (
+            failing(claim, self.provisioner, self._failures.get(uid, 0) + 1) if failing else None
+        )
         if problem:
-            # controller.go provisionVolumeErrorHandling: the driver's error, verbatim.
-            failed = self._event(claim, "Warning", "ProvisioningFailed", problem, cause)
+            failed = self._event(claim, "Warning", "ProvisioningFailed", failure_message(problem), cause)
             self._retry(nsname, uid, failed)
             return
+        slower = getattr(faults, "provision_delay", None)
+        extra = max(0.0, float(slower(claim, self.provisioner) or 0.0)) if slower else 0.0
         self.sim.after(
-            self.sim.latency("volume_provisioning"), self._store_volume, nsname, uid, cause
+            self.sim.latency("volume_provisioning") + extra, self._store_volume, nsname, uid, cause
         )
 
     def _refusal(self, claim: Mapping[str, Any]) -> str:
@@ -251,6 +265,11 @@ class ExternalProvisioner(Controller):
         pv = self._volume(claim, sc)
         try:
             self.store.create(pv, actor=self.name, cause=cause)
+        except ApiUnreachable:
+            # volume_store.go StoreVolume: the volume exists at the driver; saving the PV is retried
+            self._inflight.add(uid)
+            self.sim.after(STORE_RETRY, self._store_volume, nsname, uid, cause)
+            return
         except ApiError:
             return  # already provisioned
         self._failures.pop(uid, None)
@@ -487,13 +506,17 @@ class ExternalResizer(Controller):
         status = dict(claim.get("status") or {})
         status["capacity"] = dict(pv["spec"].get("capacity") or {})
         status.pop("conditions", None)
-        self.store.update_status(
-            PVC,
-            *nsname,
-            status,
-            actor="kubelet",
-            message=f"{claim_key(claim)} capacity {status['capacity'].get('storage')}",
-        )
+        try:
+            self.store.update_status(
+                PVC,
+                *nsname,
+                status,
+                actor="kubelet",
+                message=f"{claim_key(claim)} capacity {status['capacity'].get('storage')}",
+            )
+        except ApiUnreachable:
+            self.sim.after(STORE_RETRY, self._finish_fs, nsname)  # the kubelet retries its sync
+            return
         # kubelet operation_generator.go: GenerateMsg("MountVolume.NodeExpandVolume succeeded", node)
         msg = f'MountVolume.NodeExpandVolume succeeded for volume "{pv["metadata"]["name"]}" {node}'
         self.store.record_event(
@@ -505,6 +528,12 @@ class ExternalResizer(Controller):
     ) -> None:
         status = {**(claim.get("status") or {}), "conditions": conditions}
         self.store.update_status(PVC, *_nsname(claim), status, actor=self.name, cause=cause)
+
+
+def failure_message(error: str) -> str:
+    """The ProvisioningFailed event text for a driver error (controller.go provisionClaimOperation:
+    the error verbatim, behind the infeasible prefix for gRPC InvalidArgument)."""
+    return MSG_INFEASIBLE + error if error.startswith(INVALID_ARGUMENT) else error
 
 
 def _nsname(obj: Mapping[str, Any]) -> tuple[str, str]:

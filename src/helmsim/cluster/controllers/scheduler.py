@@ -12,10 +12,11 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from helmsim.cluster.engine import Controller, Simulation
-from helmsim.cluster.store import ref_of
+from helmsim.cluster.store import ApiUnreachable, ref_of
 
 SOURCE = "default-scheduler"
 # kubernetes pkg/controller/volume/persistentvolume/util/util.go AnnSelectedNode.
@@ -30,6 +31,10 @@ REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 # kubernetes pkg/scheduler/framework/plugins/volumebinding/volume_binding.go
 # ErrReasonUnboundImmediatePersistentVolumeClaim.
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+# kubernetes pkg/scheduler/apis/config/v1/defaults.go: podInitialBackoffSeconds = 1,
+# podMaxBackoffSeconds = 10: a pod whose binding failed is retried after 1 s, doubling to 10 s.
+POD_INITIAL_BACKOFF = 1.0
+POD_MAX_BACKOFF = 10.0
 
 PodKey = tuple[str, str]
 
@@ -126,6 +131,20 @@ def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class _Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True)
+class _Node:
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[_Taint, ...]
+
+
 class Scheduler(Controller):
     """Binds Pending pods without ``spec.nodeName`` after the ``scheduling`` latency."""
 
@@ -138,6 +157,29 @@ class Scheduler(Controller):
         self._parked: dict[PodKey, int | None] = {}  # unschedulable: the FailedScheduling event id
         self._claim_waiters: dict[tuple[str, str], set[PodKey]] = defaultdict(set)
         self._binding: dict[PodKey, tuple[str, tuple[str, ...], int | None]] = {}
+        self._backoff: dict[PodKey, float] = {}
+
+    def nodes(self) -> list[_Node]:
+        """The nodes the scheduler's snapshot holds: the live Node objects (a deleted Node is
+        gone, a tainted one filters by its taints), or the profile's nodes when the store has
+        no Node objects (a bare simulation)."""
+        live = {n["metadata"]["name"]: n for n in self.store.list("Node")}
+        out = []
+        for n in self.sim.profile.nodes:
+            obj = live.get(n.name)
+            if live and obj is None:
+                continue  # deleted: pkg/scheduler/backend/cache removes it from the snapshot
+            if obj is None:
+                taints = tuple(_Taint(t.key, t.value or "", t.effect) for t in n.taints)
+                labels: Mapping[str, str] = n.labels
+            else:
+                taints = tuple(
+                    _Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
+                    for t in (obj.get("spec") or {}).get("taints") or ()
+                )
+                labels = (obj.get("metadata") or {}).get("labels") or n.labels
+            out.append(_Node(n.name, labels, taints))
+        return out
 
     # --- watch -----------------------------------------------------------------------------------
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
@@ -168,6 +210,7 @@ class Scheduler(Controller):
     def _forget(self, key: PodKey) -> None:
         self._parked.pop(key, None)
         self._binding.pop(key, None)
+        self._backoff.pop(key, None)
         for waiters in self._claim_waiters.values():
             waiters.discard(key)
 
@@ -208,7 +251,7 @@ class Scheduler(Controller):
             or pod["metadata"].get("deletionTimestamp")
         ):
             return
-        nodes = list(self.sim.profile.nodes)
+        nodes = self.nodes()
         prefilter, to_bind, waiting_on = self._volumes(pod)
         if prefilter:
             self._unschedulable(pod, fit_error(len(nodes), prefilter=prefilter), cause, waiting_on)
@@ -323,7 +366,12 @@ class Scheduler(Controller):
         )
         status["conditions"] = conds
         self._parked[key] = None
-        self.store.update_status("Pod", *key, status, actor=self.name, cause=cause)
+        try:
+            self.store.update_status("Pod", *key, status, actor=self.name, cause=cause)
+        except ApiUnreachable as err:
+            self._parked.pop(key, None)
+            self._retry_later(key, cause, err)
+            return
         # kubernetes pkg/scheduler/schedule_one.go handleSchedulingFailure: FailedScheduling.
         ev = self.store.record_event(
             pod, "Warning", "FailedScheduling", message, source=SOURCE, cause=cause
@@ -333,6 +381,21 @@ class Scheduler(Controller):
             self._claim_waiters[(key[0], claim)].add(key)
         if not claims:
             self.sim.after(UNSCHEDULABLE_RETRY, self._retry_parked, key, ev)
+
+    def _retry_later(self, key: PodKey, cause: int | None, err: ApiUnreachable) -> None:
+        """A write to the API server failed: back off and try the pod again
+        (scheduling_queue.go calculateBackoffDuration: initial, doubling, capped)."""
+        wait = self._backoff.get(key)
+        wait = POD_INITIAL_BACKOFF if wait is None else min(wait * 2, POD_MAX_BACKOFF)
+        self._backoff[key] = wait
+        self.sim.log(
+            self.name,
+            "api-unreachable",
+            f"Pod/{key[0]}/{key[1]}",
+            f"{err.message} ({err.why}); retrying in {wait:g}s",
+            cause=cause,
+        )
+        self._enqueue(key, cause, delay=wait)
 
     def _retry_parked(self, key: PodKey, ev: int) -> None:
         if self._parked.get(key) == ev:
@@ -357,7 +420,12 @@ class Scheduler(Controller):
                 continue
             new = copy.deepcopy(pvc)
             new["metadata"].setdefault("annotations", {})[SELECTED_NODE] = node
-            self.store.update(new, actor=self.name, cause=cause)
+            try:
+                self.store.update(new, actor=self.name, cause=cause)
+            except ApiUnreachable as err:
+                self._binding.pop(key, None)
+                self._retry_later(key, cause, err)
+                return
             last = self.sim.log(
                 self.name,
                 "selected-node",
@@ -423,6 +491,11 @@ class Scheduler(Controller):
         )
         status["conditions"] = conds
         new["status"] = status
+        # schedule_one.go bind: POST pods/<name>/binding, which fails while the API server is down
+        refused = self.store.unreachable(self.name, "Post", new, sub="binding")
+        if refused is not None:
+            self._retry_later(key, cause, refused)
+            return
         ev = self.sim.log(
             self.name,
             "scheduled",
@@ -432,6 +505,7 @@ class Scheduler(Controller):
             node=node,
         )
         self.store.update(new, actor=self.name, cause=ev.id, quiet=True)
+        self._backoff.pop(key, None)
         # kubernetes pkg/scheduler/schedule_one.go: "Successfully assigned %v/%v to %v".
         self.store.record_event(
             new,
