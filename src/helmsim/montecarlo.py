@@ -275,8 +275,25 @@ class SimulateTask:
             seed=seed,
             sample_latencies=True,
             unmapped_ready_after=self.unmapped_ready_after,
+            prepared=_prepared(self),
         )
         return observe(result)
+
+
+_PREPARED: dict[int, tuple[Any, Any]] = {}
+
+
+def _prepared(task: Any) -> Any:
+    """The task's charts, rendered once per task object in this process (a worker runs many
+    seeds of one task; the render is the same for every seed)."""
+    from helmsim.simulate import prepare_charts
+
+    cached = _PREPARED.get(id(task))
+    if cached is None or cached[0] is not task:
+        cached = (task, prepare_charts(task.profile, task.releases))
+        _PREPARED.clear()
+        _PREPARED[id(task)] = cached
+    return cached[1]
 
 
 # --- text ------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from helmsim.errors import InputError
 from helmsim.flux.helmrelease import HelmRelease
 from helmsim.flux.reconcile import Reconciler, ReleaseState
 from helmsim.helm import actions
-from helmsim.helm.actions import ActionOptions, ChartRelease, HelmContext
+from helmsim.helm.actions import ChartRelease, HelmContext
 from helmsim.helm.release import ReleaseStorage
 from helmsim.inputs import load_release
 from helmsim.manifests import Resource
@@ -193,6 +193,22 @@ def _render(
     )
 
 
+PreparedCharts = tuple[dict[str, ChartRelease], dict[str, ChartRelease]]
+"""Rendered charts by HelmRelease ref: the target of each release, and its previous revision."""
+
+
+def prepare_charts(profile: ClusterProfile, releases: Sequence[ReleaseInput]) -> PreparedCharts:
+    """Render every mapped chart (and ``--upgrade-from`` chart) with ``profile``'s capabilities."""
+    rendered: dict[str, ChartRelease] = {}
+    previous: dict[str, ChartRelease] = {}
+    for r in releases:
+        if r.chart is not None:
+            rendered[r.hr.ref] = _render(r.hr, r.chart, profile, r.values_from, upgrade=r.previous is not None)
+            if r.previous is not None:
+                previous[r.hr.ref] = _render(r.hr, r.previous, profile, r.values_from, upgrade=False)
+    return rendered, previous
+
+
 # --- running -------------------------------------------------------------------------------------
 def simulate(
     profile: ClusterProfile,
@@ -205,6 +221,7 @@ def simulate(
     overrides: Sequence[Any] = (),
     faults: Any = None,
     setup: Any = None,
+    prepared: PreparedCharts | None = None,
 ) -> SimulationResult:
     """Run every HelmRelease on a fresh cluster of ``profile`` until all are Ready or Stalled,
     or ``horizon`` simulated seconds pass.
@@ -212,17 +229,13 @@ def simulate(
     ``overrides`` are behaviour overrides (``helmsim.cluster.behaviour.BehaviourOverride``),
     ``faults`` an object with the ``helmsim.cluster.behaviour.Faults`` methods, and ``setup`` a
     callable run on the fresh ``Simulation`` before any release is applied (e.g. to schedule
-    fault events such as an apiserver outage).
+    fault events such as an apiserver outage). ``prepared`` are the charts
+    :func:`prepare_charts` rendered for the same profile and releases (Monte Carlo renders once
+    and simulates many times; a check may pass transformed charts).
     """
     if not releases:
         raise InputError("nothing to simulate: no HelmRelease and no chart")
-    rendered: dict[str, ChartRelease] = {}
-    previous: dict[str, ChartRelease] = {}
-    for r in releases:
-        if r.chart is not None:
-            rendered[r.hr.ref] = _render(r.hr, r.chart, profile, r.values_from, upgrade=r.previous is not None)
-            if r.previous is not None:
-                previous[r.hr.ref] = _render(r.hr, r.previous, profile, r.values_from, upgrade=False)
+    rendered, previous = prepared if prepared is not None else prepare_charts(profile, releases)
     all_objects = [res.body for cr in (*rendered.values(), *previous.values()) for res in cr.resources]
     sim = build_cluster(
         profile,

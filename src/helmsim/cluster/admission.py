@@ -19,14 +19,13 @@ The lead calls it from the store's create path: ``obj = admit(sim, obj)`` before
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.crd import CRD, crd_names, served_group_versions, served_kinds
 from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
 from helmsim.cluster.profile import guess_plural
-from helmsim.cluster.store import ApiError
+from helmsim.cluster.store import ApiError, clone
 from helmsim.manifests import CLUSTER_SCOPED_KINDS
 
 if TYPE_CHECKING:
@@ -129,7 +128,7 @@ SYSTEM_NAMESPACES: frozenset[str] = frozenset(
 
 def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object as the API server stores it on create; raises ``ApiError`` when refused."""
-    out = copy.deepcopy(dict(obj))
+    out = clone(dict(obj))
     api_version = str(out.get("apiVersion") or "")
     kind = str(out.get("kind") or "")
     scope = mapping_scope(sim, api_version, kind)

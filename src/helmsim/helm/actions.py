@@ -7,7 +7,6 @@ strategy helm-controller chose (fluxcd/helm-controller internal/action/wait.go).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,7 +16,7 @@ import simpy
 from helmsim import kstatus
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.selectors import matches_selector
-from helmsim.cluster.store import ApiError, merged_for_apply, spec_equal
+from helmsim.cluster.store import ApiError, clone, merged_for_apply, spec_equal
 from helmsim.helm import immutable
 from helmsim.helm.order import hook_order, kind_groups, manifest_order
 from helmsim.helm.release import HookRun, Release, ReleaseStorage
@@ -89,7 +88,7 @@ class HelmContext:
 # --- objects -------------------------------------------------------------------------------------
 def to_object(res: Resource, release: str, namespace: str) -> dict[str, Any]:
     """The object Helm sends: namespace set, ownership metadata added (pkg/action/validate.go)."""
-    obj = copy.deepcopy(res.body)
+    obj = clone(res.body)
     meta = obj.setdefault("metadata", {})
     if res.namespace:
         meta["namespace"] = res.namespace
@@ -434,7 +433,7 @@ def _install_crds(ctx: HelmContext, crds: Sequence[Resource], opts: ActionOption
         if sim.store.get(crd.kind, None, crd.name) is not None:
             continue  # Create policy: an existing CRD is left alone
         try:
-            sim.store.create(copy.deepcopy(crd.body), actor="helm-controller", cause=cause)
+            sim.store.create(clone(crd.body), actor="helm-controller", cause=cause)
             created.append(crd)
         except ApiError as err:
             return err.message

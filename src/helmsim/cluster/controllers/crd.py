@@ -9,10 +9,10 @@ from then on; the profile's pre-installed CRDs are served from the start.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from helmsim.cluster.store import clone
 from helmsim.cluster.engine import Controller
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class CRDController(Controller):
         if crd is None or crd["metadata"].get("deletionTimestamp"):
             return
         requested = crd_names(crd)
-        status = copy.deepcopy(crd.get("status") or {})
+        status = clone(crd.get("status") or {})
         accepted = dict(status.get("acceptedNames") or {})
         if requested == accepted and condition(crd, "NamesAccepted") is not None:
             self._maybe_establish(crd)
@@ -222,7 +222,7 @@ class CRDController(Controller):
         crd = self.store.get(CRD, "", name)
         if crd is None or not is_true(crd, "NamesAccepted") or is_true(crd, "Established"):
             return
-        status = copy.deepcopy(crd.get("status") or {})
+        status = clone(crd.get("status") or {})
         est = _cond(
             "Established",
             "True",

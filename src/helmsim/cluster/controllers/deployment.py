@@ -19,7 +19,6 @@ orphan adoption, hash collisions beyond bumping ``collisionCount`` once.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +41,7 @@ from helmsim.cluster.controllers.workloads import (
 )
 from helmsim.cluster.engine import Controller
 from helmsim.cluster.selectors import matches_selector
-from helmsim.cluster.store import ApiError, owner_reference, ref_of
+from helmsim.cluster.store import ApiError, clone, owner_reference, ref_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -268,7 +267,7 @@ class ReplicaSetController(Controller):
 
 
 def _strip_hash(template: Mapping[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(dict(template))
+    out = clone(dict(template))
     labels = (out.get("metadata") or {}).get("labels")
     if labels and HASH_LABEL in labels:
         labels = dict(labels)
@@ -362,7 +361,7 @@ class DeploymentController(Controller):
         }
         if old == new and ann == (rs["metadata"].get("annotations") or {}):
             return rs
-        updated = copy.deepcopy(rs)
+        updated = clone(rs)
         updated["spec"]["replicas"] = new
         updated["metadata"]["annotations"] = ann
         rs = self.store.update(updated, actor=DEPLOYMENT_ACTOR, cause=cause, quiet=old == new)
@@ -399,7 +398,7 @@ class DeploymentController(Controller):
         if d is None or d["metadata"].get("deletionTimestamp"):
             return
         spec = d.get("spec") or {}
-        status = copy.deepcopy(d.get("status") or {})
+        status = clone(d.get("status") or {})
         conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
         has_deadline = spec.get("progressDeadlineSeconds", DEFAULT_PROGRESS_DEADLINE) != 2**31 - 1
         rs_list = sorted(owned(self.store, "ReplicaSet", d), key=_created)
@@ -477,7 +476,7 @@ class DeploymentController(Controller):
             new_rs = self.store.get("ReplicaSet", *_key(new_rs))
             revision = ((new_rs or {}).get("metadata", {}).get("annotations") or {}).get(REVISION)
             if revision and (d["metadata"].get("annotations") or {}).get(REVISION) != revision:
-                upd = copy.deepcopy(d)
+                upd = clone(d)
                 upd["metadata"].setdefault("annotations", {})[REVISION] = revision
                 d = self.store.update(upd, actor=DEPLOYMENT_ACTOR, cause=cause, quiet=True)
         rs_list = sorted(owned(self.store, "ReplicaSet", d), key=_created)
@@ -494,14 +493,14 @@ class DeploymentController(Controller):
     ) -> dict[str, Any] | None:
         """sync.go getNewReplicaSet (create branch)."""
         spec = d["spec"]
-        template = copy.deepcopy(spec.get("template") or {})
+        template = clone(spec.get("template") or {})
         h = template_hash(template, status.get("collisionCount"))
         template.setdefault("metadata", {})
         template["metadata"]["labels"] = {
             **(template["metadata"].get("labels") or {}),
             HASH_LABEL: h,
         }
-        selector = copy.deepcopy(spec.get("selector") or {})
+        selector = clone(spec.get("selector") or {})
         selector["matchLabels"] = {**(selector.get("matchLabels") or {}), HASH_LABEL: h}
         max_rev = max(
             (

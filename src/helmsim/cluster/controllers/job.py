@@ -23,7 +23,6 @@ finalizer (counted pods are tracked in memory instead), API errors on pod creati
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -43,7 +42,7 @@ from helmsim.cluster.controllers.workloads import (
     trigger_cause,
 )
 from helmsim.cluster.engine import EPOCH, Controller
-from helmsim.cluster.store import ref_of
+from helmsim.cluster.store import clone, ref_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -178,7 +177,7 @@ class JobController(Controller):
             state = self._state.setdefault(job["metadata"]["uid"], _JobState())
             uid = pod["metadata"].get("uid", "")
             if uid not in state.counted:
-                state.tombstones[uid] = copy.deepcopy(pod)
+                state.tombstones[uid] = clone(pod)
         # job_controller.go addPod/updatePod/deletePod: enqueueSyncJobBatched
         delay = self.sim.latency("controller_sync") + self.batch_period
         self.queue.add_after((ns, job["metadata"]["name"]), delay, trigger_cause(self.sim, pod))
@@ -198,7 +197,7 @@ class JobController(Controller):
             return  # job_controller.go managedByExternalController
         st = self._state.setdefault(uid, _JobState())
         spec = job.get("spec") or {}
-        status: dict[str, Any] = copy.deepcopy(job.get("status") or {})
+        status: dict[str, Any] = clone(job.get("status") or {})
         parallelism, completions, backoff_limit = job_spec_defaults(spec)
         template = spec.get("template") or {}
         restart_policy = (template.get("spec") or {}).get("restartPolicy")
@@ -363,9 +362,9 @@ class JobController(Controller):
             return
         if interim:
             # flushUncountedAndRemoveFinalizers writes the interim condition first
-            job = self._write_status(job, copy.deepcopy(status), None, events, cause) or job
+            job = self._write_status(job, clone(status), None, events, cause) or job
             events = []
-        final = copy.deepcopy(status)
+        final = clone(status)
         _ensure_condition(
             final["conditions"], finish.type, "True", finish.reason, finish.message, ts
         )

@@ -12,7 +12,6 @@ resync period (a restart happens exactly when its back-off expires), ephemeral a
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import ipaddress
 import math
@@ -30,7 +29,7 @@ from helmsim.cluster.behaviour import (
 )
 from helmsim.cluster.engine import Controller, Simulation
 from helmsim.cluster.netstate import network_state
-from helmsim.cluster.store import ApiError, ApiUnreachable, ref_of
+from helmsim.cluster.store import ApiError, ApiUnreachable, clone, ref_of
 
 SOURCE = "kubelet"
 # kubernetes pkg/kubelet/active_deadline.go: reason and message of an expired activeDeadlineSeconds.
@@ -291,8 +290,11 @@ class Kubelet(Controller):
         index = nodes.index(node) if node in nodes else 0
         addressing = getattr(self.sim.profile, "addressing", None)
         cidr = ipaddress.ip_network(str(getattr(addressing, "pod_cidr", "10.244.0.0/16")))
-        subnets: list[Any] = list(cidr.subnets(new_prefix=24)) if cidr.prefixlen <= 24 else [cidr]
-        subnet = subnets[index % len(subnets)]
+        if cidr.prefixlen <= 24:
+            count = 2 ** (24 - cidr.prefixlen)  # the /24s of the pod CIDR, without listing them
+            subnet = ipaddress.ip_network((int(cidr.network_address) + (index % count) * 256, 24))
+        else:
+            subnet = cidr
         n = self._ips.get(node, 10)
         self._ips[node] = n + 1
         return str(subnet.network_address + (n % (subnet.num_addresses - 2)))
@@ -309,7 +311,7 @@ class PodRuntime:
         self.key: Key = (str(meta.get("namespace") or ""), str(meta["name"]))
         self.uid = meta.get("uid")
         self.ref = ref_of(pod)
-        self.spec = copy.deepcopy(pod.get("spec") or {})
+        self.spec = clone(pod.get("spec") or {})
         self.node = str(self.spec.get("nodeName"))
         self.policy = self.spec.get("restartPolicy") or "Always"
         self.inits = list(self.spec.get("initContainers") or ())
@@ -417,7 +419,7 @@ class PodRuntime:
             return
         old_phase = (live.get("status") or {}).get("phase")
         self._derive()
-        status = copy.deepcopy(live.get("status") or {})
+        status = clone(live.get("status") or {})
         mine = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
         theirs = [c for c in status.get("conditions") or () if c.get("type") not in mine]
         order = {"PodReadyToStartContainers": 0, "Initialized": 1, "Ready": 2, "ContainersReady": 3}
@@ -434,8 +436,8 @@ class PodRuntime:
         if self.start_time:
             status["startTime"] = self.start_time
         if self.inits:
-            status["initContainerStatuses"] = copy.deepcopy(self.init_status)
-        status["containerStatuses"] = copy.deepcopy(self.app_status)
+            status["initContainerStatuses"] = clone(self.init_status)
+        status["containerStatuses"] = clone(self.app_status)
         status.setdefault("qosClass", "BestEffort")
         if self.reason:
             status["reason"] = self.reason
@@ -943,7 +945,7 @@ def _gc_orphans(sim: Simulation, node: str, cause: int | None) -> None:
         if (pod.get("spec") or {}).get("nodeName") != node or pod["metadata"].get("deletionTimestamp"):
             continue
         ns, name = pod["metadata"].get("namespace"), pod["metadata"]["name"]
-        status = copy.deepcopy(pod.get("status") or {})
+        status = clone(pod.get("status") or {})
         if status.get("phase") not in ("Succeeded", "Failed"):
             status["phase"] = "Failed"
             conds = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
@@ -961,7 +963,7 @@ def _mark_unreachable(sim: Simulation, node: str, cause: int | None) -> None:
     if live is None:
         return
     now = sim.timestamp()
-    status = copy.deepcopy(live.get("status") or {})
+    status = clone(live.get("status") or {})
     for cond in status.get("conditions") or ():
         if cond.get("status") != "Unknown":
             cond.update(
@@ -974,7 +976,7 @@ def _mark_unreachable(sim: Simulation, node: str, cause: int | None) -> None:
     updated = sim.store.update_status(
         "Node", None, node, status, actor=actor, cause=cause, message=f"Node/{node} Ready Unknown: Kubelet stopped posting node status."
     ) or live
-    tainted = copy.deepcopy(updated)
+    tainted = clone(updated)
     taints = [t for t in (tainted.get("spec") or {}).get("taints") or () if t.get("key") != TAINT_UNREACHABLE]
     taints += [
         {"key": TAINT_UNREACHABLE, "effect": "NoSchedule"},
@@ -986,7 +988,7 @@ def _mark_unreachable(sim: Simulation, node: str, cause: int | None) -> None:
         if (pod.get("spec") or {}).get("nodeName") != node or pod["metadata"].get("deletionTimestamp"):
             continue
         ns, name = pod["metadata"].get("namespace"), pod["metadata"]["name"]
-        pstatus = copy.deepcopy(pod.get("status") or {})
+        pstatus = clone(pod.get("status") or {})
         for cond in pstatus.get("conditions") or ():
             if cond.get("type") == "Ready" and cond.get("status") != "False":
                 cond.update(status="False", lastTransitionTime=now)
@@ -1029,7 +1031,7 @@ def _taint_evict(
     ):
         return
     actor = "taint-eviction-controller"
-    status = copy.deepcopy(pod.get("status") or {})
+    status = clone(pod.get("status") or {})
     conds = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
     conds.append({**TAINT_EVICTION_CONDITION, "lastTransitionTime": sim.timestamp()})
     status["conditions"] = conds

@@ -9,7 +9,6 @@ unbound (the resync is what repeats ``WaitForFirstConsumer`` / ``ExternalProvisi
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from helmsim.cluster.controllers.storage import (
 )
 from helmsim.cluster.engine import Controller
 from helmsim.cluster.selectors import matches_selector
-from helmsim.cluster.store import key_of, ref_of
+from helmsim.cluster.store import clone, key_of, ref_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -167,7 +166,7 @@ class PersistentVolumeController(Controller):
         if not claim_has_class(claim):
             dflt = default_class(self.store)
             if dflt is not None:
-                new = copy.deepcopy(claim)
+                new = clone(claim)
                 new.setdefault("spec", {})["storageClassName"] = dflt["metadata"]["name"]
                 self._write(new, cause)
                 self.sim.log(
@@ -387,7 +386,7 @@ class PersistentVolumeController(Controller):
     ) -> None:
         # pv_controller.go updateClaimStatus: Bound copies accessModes and (when becoming
         # Bound) capacity from the volume; other phases clear them.
-        status = copy.deepcopy(claim.get("status") or {})
+        status = clone(claim.get("status") or {})
         old = dict(status)
         becoming = status.get("phase") != phase
         status["phase"] = phase

@@ -9,14 +9,13 @@ fewest pods wins, then the name (deterministic; kube-scheduler scores resources 
 
 from __future__ import annotations
 
-import copy
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from helmsim.cluster.engine import Controller, Simulation
-from helmsim.cluster.store import ApiUnreachable, ref_of
+from helmsim.cluster.store import ApiUnreachable, clone, ref_of
 
 SOURCE = "default-scheduler"
 # kubernetes pkg/controller/volume/persistentvolume/util/util.go AnnSelectedNode.
@@ -340,7 +339,7 @@ class Scheduler(Controller):
         self, pod: dict[str, Any], message: str, cause: int | None, claims: Sequence[str]
     ) -> None:
         key = (str(pod["metadata"].get("namespace") or ""), str(pod["metadata"]["name"]))
-        status = copy.deepcopy(pod.get("status") or {})
+        status = clone(pod.get("status") or {})
         status.setdefault("phase", "Pending")
         conds = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
         old = next(
@@ -418,7 +417,7 @@ class Scheduler(Controller):
         for pvc in claims:
             if (pvc["metadata"].get("annotations") or {}).get(SELECTED_NODE) == node:
                 continue
-            new = copy.deepcopy(pvc)
+            new = clone(pvc)
             new["metadata"].setdefault("annotations", {})[SELECTED_NODE] = node
             try:
                 self.store.update(new, actor=self.name, cause=cause)
@@ -473,9 +472,9 @@ class Scheduler(Controller):
         ):
             return
         self._parked.pop(key, None)
-        new = copy.deepcopy(pod)
+        new = clone(pod)
         new.setdefault("spec", {})["nodeName"] = node
-        status = copy.deepcopy(new.get("status") or {})
+        status = clone(new.get("status") or {})
         status.setdefault("phase", "Pending")
         conds = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
         # kubernetes pkg/registry/core/pod/storage/storage.go assignPod: the binding sets

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import ipaddress
 from collections.abc import Callable, Mapping
@@ -38,7 +37,7 @@ from helmsim.cluster.controllers.workloads import (
 )
 from helmsim.cluster.engine import Controller
 from helmsim.cluster.selectors import matches_map
-from helmsim.cluster.store import owner_reference, ref_of
+from helmsim.cluster.store import clone, owner_reference, ref_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -143,7 +142,7 @@ class ServiceController(Controller):
         svc = self.store.get("Service", ns, name)
         if svc is None:
             return
-        new = copy.deepcopy(svc)
+        new = clone(svc)
         spec = new.setdefault("spec", {})
         stype = spec.setdefault("type", "ClusterIP")
         # pkg/apis/core/v1/defaults.go SetDefaults_Service
@@ -329,7 +328,7 @@ class EndpointsWriter:
             live.get("subsets") != desired.get("subsets")
             or (live["metadata"].get("labels") or {}) != labels
         ):
-            upd = copy.deepcopy(live)
+            upd = clone(live)
             upd["metadata"]["labels"] = labels
             upd.pop("subsets", None)
             if subsets:
@@ -435,7 +434,7 @@ class EndpointsWriter:
                     live.get("endpoints") != endpoints
                     or (live["metadata"].get("labels") or {}) != labels
                 ):
-                    upd = copy.deepcopy(live)
+                    upd = clone(live)
                     upd["endpoints"] = endpoints
                     upd["metadata"]["labels"] = labels
                     self.store.update(upd, actor=SLICE_ACTOR, cause=cause, quiet=True)
@@ -445,7 +444,7 @@ class EndpointsWriter:
             if existing:
                 first, stale = existing[0], existing[1:]
                 if first.get("endpoints"):
-                    upd = copy.deepcopy(first)
+                    upd = clone(first)
                     upd["endpoints"] = []
                     self.store.update(upd, actor=SLICE_ACTOR, cause=cause, quiet=True)
             else:
@@ -751,7 +750,7 @@ def _seed_coredns(
         }
     )
     h = template_hash(template)
-    rs_template = copy.deepcopy(template)
+    rs_template = clone(template)
     rs_template["metadata"]["labels"][HASH_LABEL] = h
     rs = create(
         {
@@ -786,7 +785,7 @@ def _seed_coredns(
                     "labels": dict(rs_template["metadata"]["labels"]),
                     "ownerReferences": [owner_reference(rs)],
                 },
-                "spec": {**copy.deepcopy(rs_template["spec"]), "nodeName": node},
+                "spec": {**clone(rs_template["spec"]), "nodeName": node},
                 "status": {
                     "phase": "Running",
                     "podIP": str(net.network_address + 2 + i),

@@ -20,7 +20,6 @@ maxUnavailable for rolling updates, ``ordinals.start``, claim retention ``whenSc
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,7 @@ from helmsim.cluster.controllers.workloads import (
     trigger_cause,
 )
 from helmsim.cluster.engine import Controller
-from helmsim.cluster.store import ApiError, owner_reference, ref_of
+from helmsim.cluster.store import ApiError, clone, owner_reference, ref_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -222,7 +221,7 @@ class StatefulSetController(Controller):
                         **selector_labels,
                     },
                 },
-                "spec": copy.deepcopy(tpl.get("spec") or {}),
+                "spec": clone(tpl.get("spec") or {}),
                 "status": {"phase": "Pending"},
             }
             if (tpl.get("metadata") or {}).get("annotations"):

@@ -6,7 +6,6 @@ AddAfter) and pkg/api/v1/pod (IsPodReady, IsPodAvailable); each says which.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.engine import EPOCH
 from helmsim.cluster.jobmath import parse_time
-from helmsim.cluster.store import Store, owner_reference, ref_of
+from helmsim.cluster.store import Store, clone, owner_reference, ref_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -210,7 +209,7 @@ def pod_from_template(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
-        "spec": copy.deepcopy(dict(template.get("spec") or {})),
+        "spec": clone(dict(template.get("spec") or {})),
         "status": {"phase": "Pending"},
     }
 
