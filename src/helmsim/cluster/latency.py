@@ -17,6 +17,7 @@ Durations inside distributions accept the same number-or-string forms.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 import random
 import re
 import statistics
@@ -105,12 +106,13 @@ class _Dist(BaseModel):
             return self.nominal_override
         return self._central()
 
+    @abstractmethod
     def _central(self) -> float:
-        raise NotImplementedError
+        """The distribution's central value (each distribution defines it)."""
 
+    @abstractmethod
     def sample(self, rng: random.Random) -> float:
         """Draw one value with ``rng`` (seeded by the caller for reproducible runs)."""
-        raise NotImplementedError
 
     @model_serializer(mode="wrap")
     def _dist_first(self, handler: SerializerFunctionWrapHandler) -> Any:
