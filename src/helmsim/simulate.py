@@ -181,7 +181,7 @@ def _render(
         is_upgrade=upgrade,
         revision=2 if upgrade else 1,
     )
-    rel = load_release(source.path, opts, include_crds=not upgrade)
+    rel = load_release(source.path, opts, include_crds=True)  # helm-controller applies crds/ on upgrade too
     parsed = rel.parse(hr.target_namespace)
     chart = f"{rel.chart_name}@{rel.chart_version}" if rel.from_chart else hr.chart_name
     return ChartRelease(
@@ -267,7 +267,9 @@ def simulate(
             )
             continue
         chart = rendered[r.hr.ref]
-        reconciler = Reconciler(ctx, r.hr, lambda upgrade, c=chart: c, states)
+        reconciler = Reconciler(
+            ctx, r.hr, lambda upgrade, c=chart: c, states, known=frozenset(x.hr.ref for x in releases)
+        )
         sim.process(reconciler.run())
     _run_until_settled(sim, releases, states, upgrade_start + horizon)
     outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]

@@ -153,3 +153,58 @@ def test_dependent_of_a_stalled_release_is_blocked(chart: Path) -> None:
     app = result.releases[1]
     assert app.outcome == "Blocked"
     assert (app.reason, app.message) == ("DependencyNotReady", "dependency 'apps/work' is not ready")
+
+
+def test_a_new_attempt_clears_remediated_and_rollback_names_the_target(chart: Path) -> None:
+    out = _run(chart, {"upgrade": {"remediation": {"retries": 1}}}, fail=True, previous=True).releases[0]
+    # the last action is a rollback, so Remediated is set; it names the revision rolled back TO
+    assert out.conditions["Remediated"]["message"] == (
+        "Helm rollback to previous release apps/work.v3 with chart work@1.0.0 succeeded"
+    )
+    st_history = [h["action"] for h in out.history]
+    assert st_history.count("upgrade") == 2
+
+
+def test_a_missing_dependency_is_not_found(chart: Path) -> None:
+    values = {"exitCode": 0}
+    rel = ReleaseInput(_hr({}, depends=["nowhere"]), ChartSource(str(chart), values))
+    out = simulate(load_profile("kind"), [rel], horizon=120).releases[0]
+    assert out.outcome == "Blocked"
+    assert out.message == (
+        "unable to get 'apps/nowhere' dependency: helmreleases.helm.toolkit.fluxcd.io \"nowhere\" not found"
+    )
+
+
+def test_upgrade_remediation_by_uninstall_requeues_and_installs_again(chart: Path) -> None:
+    spec = {"upgrade": {"remediation": {"retries": 1, "strategy": "uninstall"}}}
+    out = _run(chart, spec, fail=True, previous=True).releases[0]
+    # atomic_release.go: IsUninstallAfterUpgrade always requeues; the install budget then applies
+    assert [h["action"] for h in out.history][:3] == ["upgrade", "uninstall", "install"]
+    assert out.conditions["Stalled"]["message"] == "Failed to install after 1 attempt(s)"
+
+
+def test_crds_of_a_new_chart_version_are_applied_on_upgrade(tmp_path: Path) -> None:
+    root = tmp_path / "withcrd"
+    (root / "templates").mkdir(parents=True)
+    (root / "crds").mkdir()
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: withcrd\nversion: 2.0.0\n")
+    (root / "crds" / "widget.yaml").write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+        "metadata: {name: widgets.example.com}\n"
+        "spec: {group: example.com, scope: Namespaced, names: {kind: Widget, plural: widgets},"
+        " versions: [{name: v1, served: true, storage: true}]}\n"
+    )
+    (root / "templates" / "w.yaml").write_text(
+        "{{- if .Values.widget }}\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n{{- end }}\n"
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+    )
+    (root / "values.yaml").write_text("widget: false\n")
+    rel = ReleaseInput(
+        _hr({}, name="withcrd"),
+        ChartSource(str(root), {"widget": True}),
+        previous=ChartSource(str(root), {"widget": False}),
+    )
+    result = simulate(load_profile("kind"), [rel], horizon=600)
+    out = result.releases[0]
+    assert out.outcome == "Ready" and out.history[-1]["action"] == "upgrade"
+    assert result.sim.store.get("Widget", "apps", "w") is not None

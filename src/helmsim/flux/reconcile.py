@@ -89,6 +89,8 @@ class Reconciler:
     chart_for: Callable[[bool], ChartRelease]
     states: dict[str, ReleaseState]
     target_revision_installed: bool = False
+    known: frozenset[str] | None = None
+    """HelmReleases that exist (``ns/name``); a dependency outside it is not found."""
 
     @property
     def state(self) -> ReleaseState:
@@ -118,6 +120,7 @@ class Reconciler:
             server_side=True,
             # internal/action/upgrade.go, rollback.go: MaxHistory = GetMaxHistory()
             max_history=self.hr.spec.max_history if action in ("upgrade", "rollback") else 0,
+            crds=spec.crds,
         )
 
     def _release_label(self, chart: ChartRelease) -> str:
@@ -149,6 +152,13 @@ class Reconciler:
 
     def _unready_dependency(self) -> str | None:
         for dep in self.hr.dependencies():
+            if self.known is not None and dep not in self.known:
+                # helmrelease_controller.go checkDependencies: the Get fails
+                ns, name_ = dep.split("/", 1)
+                return (
+                    f"unable to get '{dep}' dependency: helmreleases.helm.toolkit.fluxcd.io "
+                    f'"{name_}" not found'
+                )
             st = self.states.get(dep)
             # helmrelease_controller.go checkDependencies: generation observed and Ready=True
             if st is None or not st.ready:
@@ -176,8 +186,10 @@ class Reconciler:
                 state = "OutOfSync"
             if state == "Locked":
                 # internal/reconcile/unlock.go: a pending release is marked failed, then retried
+                stale = last.status
                 last.status = "failed"
-                last.description = f"Release unlocked from stale '{last.status}' state"
+                last.description = f"Release unlocked from stale '{stale}' state"
+                self._mark("Released", "False", "PendingRelease", f"Unlocked Helm release {last.id} with chart {last.chart}")
                 continue
             if state == "InSync":
                 return "done"
@@ -202,7 +214,8 @@ class Reconciler:
                 elif not self._has_rollback_target():
                     # internal/reconcile/atomic_release.go: ErrMissingRollbackTarget → Stalled
                     return self._stall(kind, reason="MissingRollbackTarget",
-                                       message="Failed to perform remediation: missing target release for rollback")
+                                       message="Failed to perform remediation: missing target release for rollback: "
+                                       "cannot remediate failed release")
                 else:
                     action = "rollback"
             if action in ran:
@@ -213,7 +226,12 @@ class Reconciler:
                 # MustStop after remediation; exhausted → Stalled, else requeue with retry
                 kind = st.last_attempted_action
                 failures = st.install_failures if kind == "install" else st.upgrade_failures
-                if getattr(self.hr.spec, kind).remediation.retries_exhausted(failures):
+                rem = getattr(self.hr.spec, kind).remediation
+                # atomic_release.go: after an uninstall remediating an upgrade
+                # (IsUninstallAfterUpgrade) helm-controller always requeues; the next reconcile
+                # installs, on the install retry budget
+                after_upgrade = kind == "upgrade" and action == "uninstall"
+                if rem.retries_exhausted(failures) and not after_upgrade:
                     return self._stall(kind)
                 ready = st.get("Ready")
                 self._mark("Reconciling", "True", "ProgressingWithRetry", ready.message if ready else "")
@@ -232,6 +250,10 @@ class Reconciler:
         if action in ("install", "upgrade"):
             self._mark("Ready", "Unknown", "Progressing", msg)
         opts = self._options(action)
+        if action in ("install", "upgrade"):
+            # internal/reconcile/install.go, upgrade.go: a new attempt clears Remediated
+            st.drop("Remediated")
+            st.drop("TestSuccess")
         if action == "install":
             chart = self.chart_for(False)
             st.last_attempted_action = "install"
@@ -247,7 +269,9 @@ class Reconciler:
             result = yield from actions.rollback(self.ctx, self.hr.target_namespace, name, opts)
         else:
             chart = self.chart_for(False)
-            result = yield from actions.uninstall(self.ctx, self.hr.target_namespace, name, opts)
+            result = yield from actions.uninstall(
+                self.ctx, self.hr.target_namespace, name, opts, keep_history=self.hr.spec.uninstall.keep_history
+            )
         label = f"{self.hr.target_namespace}/{name}"
         chart_id = chart.chart
         rel_id = result.release.id if result.release else label
@@ -275,13 +299,15 @@ class Reconciler:
                 self._mark("Ready", "False", reason, message)
                 self._log("event", message, reason=reason, type="Warning")
         elif action == "rollback":
-            prev = result.release.description if result.release else ""
+            # internal/reconcile/rollback_remediation.go: the release and chart rolled back TO
+            target = f"{label}.v{result.rollback_to}" if result.rollback_to else label
+            chart_id = result.release.chart if result.release is not None else chart_id
             if result.ok:
-                message = f"Helm rollback to previous release {label}.v{result.rollback_to} with chart {chart_id} succeeded"
+                message = f"Helm rollback to previous release {target} with chart {chart_id} succeeded"
                 self._mark("Remediated", "True", "RollbackSucceeded", message)
                 self._mark("Ready", "False", "RollbackSucceeded", message)
             else:
-                message = f"Helm rollback to previous release {label} with chart {chart_id} failed: {result.error or prev}"
+                message = f"Helm rollback to previous release {target} with chart {chart_id} failed: {result.error}"
                 self._mark("Remediated", "False", "RollbackFailed", message)
                 self._mark("Ready", "False", "RollbackFailed", message)
                 st.failures += 1

@@ -43,6 +43,7 @@ class ActionOptions:
     server_side: bool = True
     take_ownership: bool = True
     max_history: int = 0  # helm-controller passes spec.maxHistory (default 5) to upgrade/rollback
+    crds: str = "Create"  # spec.install.crds / spec.upgrade.crds (internal/action/crds.go)
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,8 @@ def exec_hooks(ctx: HelmContext, rel: Release, hooks: Sequence[Resource], event:
             existed, err = _delete(ctx, hook, ev.id)
             if err:
                 return err
-            if existed:
+            if existed and opts.wait != "hookOnly":
+                # hooks.go deleteHookByPolicy → WaitForDelete (a no-op under HookOnly)
                 err = yield from wait_deleted(ctx, [hook], opts.timeout)
                 if err:
                     return err
@@ -300,25 +302,35 @@ def exec_hooks(ctx: HelmContext, rel: Release, hooks: Sequence[Resource], event:
             run.phase = "Failed"
             sim.log(ctx.actor, "hook-failed", hook.ref, err, cause=ev.id, event=event)
             if "hook-failed" in policies:
-                _delete_hook(ctx, hook, ev.id)
+                yield from _delete_hook(ctx, hook, ev.id, opts)
             for earlier in executing[: executing.index(hook)]:
                 assert earlier.hook is not None
                 if "hook-succeeded" in (earlier.hook.delete_policies or ()):
-                    _delete_hook(ctx, earlier, ev.id)
+                    yield from _delete_hook(ctx, earlier, ev.id, opts)
             return err
         run.phase = "Succeeded"
         sim.log(ctx.actor, "hook-succeeded", hook.ref, f"{event} hook {hook.ref} succeeded", cause=ev.id, event=event)
     for hook in reversed(executing):
         assert hook.hook is not None
         if "hook-succeeded" in (hook.hook.delete_policies or ()):
-            _delete_hook(ctx, hook, cause)
+            err = yield from _delete_hook(ctx, hook, cause, opts)
+            if err:
+                return err
     return None
 
 
-def _delete_hook(ctx: HelmContext, hook: Resource, cause: int | None) -> None:
+def _delete_hook(ctx: HelmContext, hook: Resource, cause: int | None, opts: ActionOptions) -> Proc:
+    """hooks.go deleteHookByPolicy: delete, then wait for the deletion (unless HookOnly);
+    CRDs are never deleted. Returns the error or None."""
     if hook.kind == "CustomResourceDefinition":
-        return  # pkg/action/hooks.go deleteHookByPolicy: never delete CRDs
-    _delete(ctx, hook, cause)
+        return None
+    existed, err = _delete(ctx, hook, cause)
+    if err:
+        return err
+    if existed and opts.wait != "hookOnly":
+        err = yield from wait_deleted(ctx, [hook], opts.timeout)
+        return err
+    return None
 
 
 def _grace(sim: Simulation, res: Resource) -> float:
@@ -387,6 +399,12 @@ def wait_legacy(ctx: HelmContext, resources: Sequence[Resource], opts: ActionOpt
 def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     """``helm install`` (helm/helm pkg/action/install.go RunWithContext)."""
     sim = ctx.sim
+    if spec.crds:
+        # helm-controller internal/action/install.go: CRDs are applied before Helm's install runs,
+        # so a failure here stores no release (and counts no install failure)
+        err = yield from apply_crds(ctx, spec.crds, opts)
+        if err:
+            return ActionResult("install", False, None, err)
     history = ctx.storage.history(spec.namespace, spec.name)
     revision = (history[-1].revision + 1) if history else 1
     rel = Release(
@@ -398,10 +416,6 @@ def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     )
     ctx.storage.add(rel)
     start = sim.log(ctx.actor, "action-start", rel.id, f"install {rel.id} ({spec.chart})", action="install")
-    if spec.crds:
-        err = yield from _install_crds(ctx, spec.crds, opts, start.id)
-        if err:
-            return _fail(ctx, rel, err, "install", start.id)
     if not opts.disable_hooks:
         err = yield from exec_hooks(ctx, rel, spec.hooks, "pre-install", opts, start.id)
         if err:
@@ -411,7 +425,8 @@ def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
         ev = sim.log(ctx.actor, "apply-group", kind, f"creating {len(group)} {kind}", cause=start.id, kind=kind, count=len(group))
         errors += yield from _create_group(ctx, group, rel, opts, ev.id)
     if errors:
-        return _fail(ctx, rel, " && ".join(errors), "install", start.id)
+        # helm/helm pkg/kube/client.go perform: errors.Join (one per line)
+        return _fail(ctx, rel, "\n".join(errors), "install", start.id)
     err = yield from _wait_release(ctx, rel.manifest, opts, rel.id, start.id)
     if err:
         return _fail(ctx, rel, err, "install", start.id)
@@ -424,22 +439,34 @@ def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     return ActionResult("install", True, rel, trace_id=done.id)
 
 
-def _install_crds(ctx: HelmContext, crds: Sequence[Resource], opts: ActionOptions, cause: int) -> Proc:
-    """helm-controller applies crds/ itself before the install (internal/action/crds.go, policy Create)."""
+def apply_crds(ctx: HelmContext, crds: Sequence[Resource], opts: ActionOptions) -> Proc:
+    """helm-controller's own CRD step before an install or upgrade (internal/action/crds.go):
+    ``Skip`` does nothing; ``Create`` creates the CRDs that do not exist; ``CreateReplace`` also
+    updates existing ones; new or changed CRDs are waited on (60 s) unless the wait is disabled.
+    Returns the error text or None."""
     sim = ctx.sim
-    created: list[Resource] = []
+    if opts.crds == "Skip":
+        return None
+    start = sim.log("helm-controller", "crds", "crds", f"applying {len(crds)} CustomResourceDefinition(s) (policy {opts.crds})")
+    changed: list[Resource] = []
     for crd in crds:
         yield sim.sleep(sim.latency("api_write"))
-        if sim.store.get(crd.kind, None, crd.name) is not None:
-            continue  # Create policy: an existing CRD is left alone
         try:
-            sim.store.create(clone(crd.body), actor="helm-controller", cause=cause)
-            created.append(crd)
+            if sim.store.get(crd.kind, None, crd.name) is None:
+                sim.store.create(clone(crd.body), actor="helm-controller", cause=start.id)
+                changed.append(crd)
+            elif opts.crds == "CreateReplace":
+                sim.store.apply(clone(crd.body), actor="helm-controller", cause=start.id)
+                changed.append(crd)
         except ApiError as err:
-            return err.message
-    if created and opts.wait != "hookOnly":
-        err = yield from wait_for(ctx, created, reader="flux-wait", timeout=CRD_WAIT, fail_fast=True, what="crds", cause=cause)
-        return err
+            return (
+                "failed to apply CustomResourceDefinitions: failed to create CustomResourceDefinition "
+                f"{crd.name}: {err.message}"
+            )
+    if changed and opts.wait != "hookOnly":
+        err = yield from wait_for(ctx, changed, reader="flux-wait", timeout=CRD_WAIT, fail_fast=True, what="crds", cause=start.id)
+        if err:
+            return f"failed to apply CustomResourceDefinitions: failed to wait for CustomResourceDefinition(s): {err}"
     return None
 
 
@@ -460,6 +487,11 @@ def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
         return ActionResult("upgrade", False, None, f'"{spec.name}" has no deployed releases')
     last = ctx.storage.last(spec.namespace, spec.name)
     assert last is not None
+    if spec.crds:
+        # helm-controller internal/action/upgrade.go: applyCRDs(spec.upgrade.crds) before the upgrade
+        err = yield from apply_crds(ctx, spec.crds, opts)
+        if err:
+            return ActionResult("upgrade", False, None, err)
     if last.status.startswith("pending-"):
         # helm/helm pkg/action/upgrade.go: errPending
         return ActionResult("upgrade", False, None, "another operation (install/upgrade/rollback) is in progress")
@@ -515,8 +547,10 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
             try:
                 sim.store.create(obj, actor=ctx.actor, cause=cause)
             except ApiError as err:
-                sim.log(ctx.actor, "apply-error", res.ref, err.message, cause=cause)
-                return err.message
+                # pkg/kube/client.go update: a create error stops the walk, wrapped so
+                text = f"failed to create resource: {err.message}"
+                sim.log(ctx.actor, "apply-error", res.ref, text, cause=cause)
+                return text
             continue
         old = old_by_key.get(res.key)
         # What the patch changes: the target over the live object, with what the previous
@@ -568,7 +602,7 @@ def rollback(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions) -
     rel = Release(
         name=name, namespace=namespace, revision=current.revision + 1, chart=target_rev.chart,
         status="pending-rollback", manifest=target_rev.manifest, hooks=target_rev.hooks,
-        description=f"Rollback to {target_rev.revision}", apply_method=current.apply_method,
+        description=f"Rollback to {target_rev.revision}", apply_method=target_rev.apply_method,
         first_deployed=target_rev.first_deployed, last_deployed=sim.now,
     )
     ctx.storage.add(rel, opts.max_history)
@@ -578,12 +612,19 @@ def rollback(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions) -
         if err:
             return ActionResult("rollback", False, rel, err)  # record stays pending-rollback
     err = yield from update(ctx, current, rel, server_side=rel.apply_method == "ssa", cause=start.id)
-    if not err:
-        err = yield from _wait_release(ctx, rel.manifest, opts, rel.id, start.id)
     if err:
-        rel.status, rel.description = "failed", f"Rollback \"{name}\" failed: {err}"
+        # helm/helm pkg/action/rollback.go performRollback: an update failure marks the current
+        # release superseded and the new one failed ('Rollback "x" failed: …')
+        current.status = "superseded"
+        rel.status, rel.description = "failed", f'Rollback "{name}" failed: {err}'
         sim.log(ctx.actor, "release", rel.id, f"{rel.id} failed: {err}", cause=start.id, status="failed", error=err)
-        return ActionResult("rollback", False, rel, f"release {name} failed: {err}")
+        return ActionResult("rollback", False, rel, err, rollback_to=target_rev.revision)
+    err = yield from _wait_release(ctx, rel.manifest, opts, rel.id, start.id)
+    if err:
+        # rollback.go: a wait failure records 'Release "x" failed: …' and returns it wrapped
+        rel.status, rel.description = "failed", f'Release "{name}" failed: {err}'
+        sim.log(ctx.actor, "release", rel.id, f"{rel.id} failed: {err}", cause=start.id, status="failed", error=err)
+        return ActionResult("rollback", False, rel, f"release {name} failed: {err}", rollback_to=target_rev.revision)
     if not opts.disable_hooks:
         err = yield from exec_hooks(ctx, rel, rel.hooks, "post-rollback", opts, start.id)
         if err:
@@ -611,6 +652,7 @@ def uninstall(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions, 
         err = yield from exec_hooks(ctx, rel, rel.hooks, "pre-delete", opts, start.id)
         if err:
             return ActionResult("uninstall", False, rel, err)
+    errors: list[str] = []
     to_delete: list[Resource] = []
     yield sim.sleep(sim.latency("api_write"))
     for res in manifest_order(list(rel.manifest), UNINSTALL_ORDER_V4):
@@ -622,15 +664,24 @@ def uninstall(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions, 
                 sim.log(ctx.actor, "kept", res.ref, f"{res.ref} kept due to the resource policy", cause=start.id)
             continue
         to_delete.append(res)
-        _delete(ctx, res, start.id)
+        _, err = _delete(ctx, res, start.id)
+        if err:
+            errors.append(err)
+    # helm/helm pkg/action/uninstall.go: errors of the deletes, the wait and the post-delete hooks
+    # are collected; the release is still marked uninstalled (and purged)
     if opts.wait != "hookOnly":
         err = yield from wait_deleted(ctx, to_delete, opts.timeout)
         if err:
-            return ActionResult("uninstall", False, rel, err)
+            errors.append(err)
     if not opts.disable_hooks:
-        yield from exec_hooks(ctx, rel, rel.hooks, "post-delete", opts, start.id)
+        err = yield from exec_hooks(ctx, rel, rel.hooks, "post-delete", opts, start.id)
+        if err:
+            errors.append(err)
     rel.status, rel.description = "uninstalled", "Uninstallation complete"
     if not keep_history:
         ctx.storage.purge(namespace, name)
     done = sim.log(ctx.actor, "release", rel.id, f"{rel.id} uninstalled", cause=start.id, status="uninstalled")
+    if errors:
+        text = f"uninstallation completed with {len(errors)} error(s): " + "; ".join(errors)
+        return ActionResult("uninstall", False, rel, text, trace_id=done.id)
     return ActionResult("uninstall", True, rel, trace_id=done.id)
