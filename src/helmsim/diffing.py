@@ -472,11 +472,16 @@ def render_side(
     *,
     chart_label: str | None = None,
     values_label: str | None = None,
+    strict_values: bool = False,
 ) -> Rendered:
     """Render ``chart`` with one values file; render errors are captured, not raised.
 
-    The labels replace the (temporary) chart and values paths in error messages.
+    The labels replace the (temporary) chart and values paths in error messages. With
+    ``strict_values`` a values file that does not load (the user's own, in the working tree) is
+    bad input, raised, rather than a render difference.
     """
+    if strict_values and values is not None:
+        render.load_values([values])
     try:
         merged = render.load_values([values] if values else [])
         out = render.render_chart(chart, replace(opts, values=merged), include_crds=True)
@@ -752,6 +757,7 @@ def diff_chart(
             opts,
             chart_label=chart,
             values_label=ref_label if in_scratch else None,
+            strict_values=not in_scratch,
         )
         result = compare(entry, before, after, expect_identical=gated)
         if (

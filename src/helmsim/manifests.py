@@ -291,6 +291,8 @@ def read_manifest_input(path: str) -> list[tuple[str, str]]:
     p = Path(path)
     if p.is_file():
         return [(path, _read_text(p))]
+    if p.is_dir() and (p / "templates").is_dir() and not (p / "Chart.yaml").is_file():
+        raise InputError("not a Helm chart: templates/ but no Chart.yaml", file=path)
     if p.is_dir():
         files = sorted(
             f for f in p.rglob("*") if f.is_file() and f.suffix in (".yaml", ".yml", ".json")

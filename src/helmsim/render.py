@@ -190,10 +190,41 @@ def _is_manifest_template(name: str) -> bool:
     return not base.startswith("_") and not name.endswith("NOTES.txt")
 
 
-def format_like_helm_template(files: Iterable[RenderedFile]) -> str:
-    """Print rendered files as `helm template` does: ``---`` and a ``# Source:`` comment per doc."""
+def format_like_helm_template(files: Iterable[RenderedFile], *, redact_secrets: bool = False) -> str:
+    """Print rendered files as `helm template` does: ``---`` and a ``# Source:`` comment per doc.
+
+    With ``redact_secrets`` every value of a Secret's ``data``/``stringData`` is replaced by
+    ``<redacted sha256:…>`` (a hash, so changes stay visible); other documents are verbatim.
+    """
     out: list[str] = []
     for f in files:
-        for chunk, _line in yamlio.split_documents(f.content):
-            out.append(f"---\n# Source: {f.path}\n{chunk.strip(chr(10))}\n")
+        for chunk, line in yamlio.split_documents(f.content):
+            body = chunk.strip(chr(10))
+            if redact_secrets and "Secret" in body:
+                body = _redacted(body, f.path, line)
+            out.append(f"---\n# Source: {f.path}\n{body}\n")
     return "".join(out)
+
+
+def redact_secret(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A Secret with each ``data``/``stringData`` value replaced by a short hash of it."""
+    import hashlib
+
+    out = dict(doc)
+    for field_name in ("data", "stringData"):
+        values = out.get(field_name)
+        if isinstance(values, Mapping):
+            out[field_name] = {
+                k: f"<redacted sha256:{hashlib.sha256(str(v).encode()).hexdigest()[:12]}>"
+                for k, v in values.items()
+            }
+    return out
+
+
+def _redacted(body: str, path: str, line: int) -> str:
+    import yaml
+
+    doc = yamlio.load_one(body, path, line)
+    if not isinstance(doc, Mapping) or doc.get("kind") != "Secret":
+        return body
+    return yaml.safe_dump(redact_secret(doc), sort_keys=False, default_flow_style=False).rstrip("\n")

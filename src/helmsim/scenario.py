@@ -428,7 +428,7 @@ class Scenario(_Model):
     behaviours: list[Behaviour] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
     expect: list[Expectation] = Field(default_factory=list)
-    horizon: Seconds = DEFAULT_HORIZON
+    horizon: Annotated[Seconds, Field(gt=0)] = DEFAULT_HORIZON
     unmapped_ready_after: Seconds = UNMAPPED_READY_AFTER
     seed: int = 0
     sample_latencies: bool = False
@@ -495,6 +495,9 @@ def parse_scenario(text: str, path: Path) -> LoadedScenario:
         scenario = Scenario.model_validate(data)
     except ValidationError as err:
         raise _input_error(err, lines, str(path)) from None
+    if not scenario.expect:
+        # a scenario file that checks nothing would always pass
+        raise InputError("expect: a scenario needs at least one expectation", file=str(path), line=lines.get(("expect",)) or 1)
     return LoadedScenario(scenario, path, lines)
 
 

@@ -31,7 +31,7 @@ def test_a_failed_write_leaves_the_old_file(
         raise OSError("disk full")
 
     monkeypatch.setattr(atomic.os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(InputError, match="cannot write the report: disk full"):
         atomic.write_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]

@@ -33,11 +33,24 @@ apiVersion: helmsim.dev/v1alpha1
 kind: Scenario
 releases:
   - chart: charts/mini
+expect:
+  - {release: mini, outcome: Ready}
 """
 
 
 def parse(text: str, name: str = "t.helmsim.yaml") -> object:
     return parse_scenario(text, Path(__file__).parent / name)
+
+
+def test_a_scenario_file_without_expectations_is_bad_input() -> None:
+    no_checks = MINIMAL.split("expect:")[0]
+    with pytest.raises(InputError, match="expect: a scenario needs at least one expectation"):
+        parse(no_checks)
+
+
+def test_a_zero_horizon_is_bad_input() -> None:
+    with pytest.raises(InputError, match="horizon"):
+        parse(MINIMAL + "horizon: 0s\n")
 
 
 def test_minimal_scenario_defaults() -> None:
@@ -49,7 +62,7 @@ def test_minimal_scenario_defaults() -> None:
 
 def test_every_expectation_kind_is_recognised_by_its_key() -> None:
     loaded = parse(
-        MINIMAL
+        MINIMAL.split("expect:")[0]
         + """\
 expect:
   - {release: app, outcome: Ready, within: 5m}
@@ -79,8 +92,10 @@ expect:
     ],
 )
 def test_bad_scenarios_name_the_key_and_line(extra: str, message: str, line: int) -> None:
+    head = MINIMAL.split("expect:")[0]  # the error lines count from the end of the releases
+    tail = "" if extra.startswith("expect:") else "expect:\n  - {release: mini, outcome: Ready}\n"
     with pytest.raises(InputError) as err:
-        parse(MINIMAL + extra)
+        parse(head + extra + tail)
     assert message in err.value.message
     assert err.value.line == line and err.value.file and err.value.file.endswith("t.helmsim.yaml")
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
+import typer
+
 from helmsim.cli import check as _check  # noqa: F401
 from helmsim.cli import diff as _diff  # noqa: F401
 from helmsim.cli import plan as _plan  # noqa: F401
@@ -12,10 +17,44 @@ from helmsim.cli import status as _status  # noqa: F401
 from helmsim.cli import test as _test  # noqa: F401
 from helmsim.cli.app import app
 
+EXIT_INTERNAL = 3
+
 
 def main() -> None:
-    """Entry point of the ``helmsim`` script and ``python -m helmsim``."""
-    app()
+    """Entry point of the ``helmsim`` script and ``python -m helmsim``.
+
+    Usage errors are one line and exit 2, like bad input; an unexpected exception is one line
+    and exit 3 (``HELMSIM_DEBUG=1`` shows the traceback), so CI never mistakes a crash for a
+    prediction.
+    """
+    try:  # Typer ≥ 0.2x vendors Click; older releases use the click package
+        from typer._click import exceptions as click_exc
+    except ImportError:  # pragma: no cover - depends on the installed Typer
+        from click import exceptions as click_exc  # type: ignore[no-redef]
+
+    try:
+        code = app(standalone_mode=False)
+    except click_exc.UsageError as err:
+        message = err.format_message()
+        if message:  # empty for a bare command, whose help was just shown
+            where = f" (see '{err.ctx.command_path} --help')" if err.ctx is not None else ""
+            sys.stderr.write(f"error: {message}{where}\n")
+        sys.exit(2)
+    except click_exc.ClickException as err:
+        sys.stderr.write(f"error: {err.format_message()}\n")
+        sys.exit(err.exit_code)
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        sys.exit(130)
+    except Exception as err:  # noqa: BLE001 - the last line of defence
+        if os.environ.get("HELMSIM_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"internal error: {type(err).__name__}: {err} — a bug in helmsim; rerun with "
+            "HELMSIM_DEBUG=1 for the traceback and please report it\n"
+        )
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 __all__ = ["app", "main"]

@@ -148,7 +148,7 @@ def check_cmd(
         str,
         typer.Option(
             "--backend",
-            help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim[ray]').",
+            help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim\[ray]').",
             metavar="local|ray",
         ),
     ] = "local",
@@ -188,6 +188,8 @@ def check_cmd(
             limit = to_seconds(horizon)
         except ValueError as err:
             raise InputError(f"--horizon {horizon!r}: {err}") from None
+        if limit <= 0:
+            raise InputError(f"--horizon {horizon!r}: must be longer than 0s")
     level = (fail_on.value if fail_on else None) or cfg.fail_on or "error"
     report = run_check(
         releases,
@@ -205,15 +207,15 @@ def check_cmd(
     )
     if fmt is CheckFormat.html:
         if not output:
-            raise InputError("--format html writes a file: add --output FILE")
+            raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
         _emit(html_report(report), output)
     elif fmt is CheckFormat.json:
         _emit(text_report.to_json(report, fail_on=level), output)
     elif fmt is CheckFormat.sarif:
-        _emit(sarif.to_json(report, base=Path.cwd()), output)
+        _emit(sarif.to_json(report, base=_repo_root(target)), output)
     elif fmt is CheckFormat.junit:
         _emit(junit.to_xml(report, fail_on=level), output)
-    elif output:
+    elif output and output != "-":
         from io import StringIO
 
         from rich.console import Console
@@ -271,8 +273,25 @@ def html_report(report: CheckReport) -> str:
     return render_html(runs, title="helmsim check", findings=findings, distributions=dists)
 
 
+def _repo_root(target: str) -> Path:
+    """Where SARIF paths are relative to: the git work tree holding ``target`` (code scanning
+    resolves them against the repository root), else the current directory."""
+    import subprocess
+
+    start = Path(target)
+    start = start if start.is_dir() else start.parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
+            capture_output=True, text=True, check=False, timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return Path.cwd()
+    return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else Path.cwd()
+
+
 def _emit(text: str, output: str | None) -> None:
-    if output:
+    if output and output != "-":
         write_atomic(output, text)
     else:
         console.out(text, end="", highlight=False)

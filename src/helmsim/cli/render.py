@@ -23,6 +23,10 @@ def render_cmd(
     api_versions: options.ApiVersions = None,
     profile: options.Profile = None,
     include_crds: options.IncludeCrds = False,
+    show_secrets: Annotated[
+        bool,
+        typer.Option("--show-secrets", help="Print Secret data and stringData (redacted by default)."),
+    ] = False,
 ) -> None:
     """Render a chart with Helm's engine and print the manifest as `helm template` does."""
     kube, apis = options.capabilities(profile, kube_version, api_versions)
@@ -39,4 +43,5 @@ def render_cmd(
     files = [
         rendering.RenderedFile(path=p, content=c) for p, c in (*release.crd_files, *release.files)
     ]
-    console.out(rendering.format_like_helm_template(files), end="", highlight=False)
+    text = rendering.format_like_helm_template(files, redact_secrets=not show_secrets)
+    console.out(text, end="", highlight=False)

@@ -69,6 +69,9 @@ def build_inputs(
     user_values = rendering.load_values(values, sets)
     previous_values = rendering.load_values(upgrade_from_values, upgrade_from_set)
     is_chart = rendering.is_chart_dir(Path(target))
+    for path in helmrelease:
+        if not flux_inputs.load_flux_tree([path]).helmreleases:
+            raise InputError("no HelmRelease (helm.toolkit.fluxcd.io) found", file=path)
     tree = flux_inputs.load_flux_tree(helmrelease if is_chart else [target, *helmrelease])
     if is_chart and not helmrelease:
         meta = _meta_chart_tree(target, user_values, release_name, namespace)
@@ -100,6 +103,18 @@ def build_inputs(
         if upgrade_from is not None and path is not None and (hr.ref == main_ref or main_ref is None):
             prev = ChartSource(upgrade_from, previous_values)
         out.append(ReleaseInput(hr, source, previous=prev, values_from=values_from_refs(hr, tree.objects)))
+    used = {r.hr.chart_name for r in out} | {r.hr.name for r in out} | {r.hr.ref for r in out}
+    unused = sorted(set(flux_inputs.parse_chart_map(charts)) - used)
+    if unused:
+        known = ", ".join(sorted({r.hr.chart_name for r in out}))
+        raise InputError(f"--chart {unused[0]}=…: no HelmRelease uses chart {unused[0]!r} (charts: {known})")
+    if not any(r.chart is not None for r in out):
+        known = ", ".join(sorted({r.hr.chart_name for r in out}))
+        raise InputError(
+            f"nothing to simulate: no HelmRelease is mapped to a local chart; map one with "
+            f"--chart NAME=PATH (charts: {known})",
+            file=target,
+        )
     return out
 
 
@@ -151,7 +166,7 @@ def simulate_cmd(
         int,
         typer.Option("--runs", help="Monte Carlo: this many runs with latencies drawn from the profile's distributions (1: one sampled run with --seed).", min=0),
     ] = 0,
-    backend: Annotated[str, typer.Option("--backend", help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim[ray]').", metavar="local|ray")] = "local",
+    backend: Annotated[str, typer.Option("--backend", help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim\[ray]').", metavar="local|ray")] = "local",
     fmt: Annotated[SimFormat, typer.Option("--format", help="Output format.")] = SimFormat.text,
     full_timeline: Annotated[bool, typer.Option("--full-timeline", help="Print every trace event, not just the notable ones.")] = False,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", metavar="FILE")] = None,

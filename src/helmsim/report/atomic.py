@@ -16,7 +16,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InputError("the output directory does not exist", file=str(target))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    if target.is_dir():
+        raise InputError("cannot write the report: is a directory", file=str(target))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as err:
+        raise InputError(f"cannot write the report: {err.strerror}", file=str(target)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
@@ -24,11 +29,13 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(err, OSError):
+            raise InputError(f"cannot write the report: {err.strerror or err}", file=str(target)) from None
         raise
 
 
