@@ -148,7 +148,7 @@ def check_cmd(
         str,
         typer.Option(
             "--backend",
-            help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim\[ray]').",
+            help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim\\[ray]').",
             metavar="local|ray",
         ),
     ] = "local",

@@ -166,7 +166,7 @@ def simulate_cmd(
         int,
         typer.Option("--runs", help="Monte Carlo: this many runs with latencies drawn from the profile's distributions (1: one sampled run with --seed).", min=0),
     ] = 0,
-    backend: Annotated[str, typer.Option("--backend", help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim\[ray]').", metavar="local|ray")] = "local",
+    backend: Annotated[str, typer.Option("--backend", help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim\\[ray]').", metavar="local|ray")] = "local",
     fmt: Annotated[SimFormat, typer.Option("--format", help="Output format.")] = SimFormat.text,
     full_timeline: Annotated[bool, typer.Option("--full-timeline", help="Print every trace event, not just the notable ones.")] = False,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", metavar="FILE")] = None,
