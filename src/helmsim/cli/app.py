@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -21,8 +22,13 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-# Not on a terminal (CI, pipes, tests): a fixed 160 columns keeps reports stable and unclipped.
-console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+# Not on a terminal (CI, pipes, tests): a fixed 160 columns keeps reports stable and unclipped,
+# unless COLUMNS says otherwise (Rich reads it).
+console = Console(
+    highlight=False,
+    soft_wrap=True,
+    width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160,
+)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
