@@ -13,7 +13,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -34,7 +33,7 @@ from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile, profile_from_mapping
 from helmsim.errors import InputError
 from helmsim.simulate import DEFAULT_HORIZON, UNMAPPED_READY_AFTER, ReleaseInput, SimulationResult
-from helmsim.yamlio import load_one
+from helmsim.yamlio import key_lines, load_one
 
 API_VERSION = "helmsim.dev/v1alpha1"
 KIND = "Scenario"
@@ -484,7 +483,7 @@ def parse_scenario(text: str, path: Path) -> LoadedScenario:
     data = load_one(text, str(path))
     if not isinstance(data, dict):
         raise InputError("a scenario must be a YAML mapping", file=str(path), line=1)
-    lines = _key_lines(text)
+    lines = key_lines(text)
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
         raise InputError(
             f"not a scenario: expected apiVersion {API_VERSION} and kind {KIND}",
@@ -499,29 +498,6 @@ def parse_scenario(text: str, path: Path) -> LoadedScenario:
         # a scenario file that checks nothing would always pass
         raise InputError("expect: a scenario needs at least one expectation", file=str(path), line=lines.get(("expect",)) or 1)
     return LoadedScenario(scenario, path, lines)
-
-
-def _key_lines(text: str) -> dict[tuple[Any, ...], int]:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return {}
-    out: dict[tuple[Any, ...], int] = {}
-
-    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = (*path, key.value)
-                out.setdefault(sub, key.start_mark.line + 1)
-                walk(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                out.setdefault((*path, i), item.start_mark.line + 1)
-                walk(item, (*path, i))
-
-    if root is not None:
-        walk(root, ())
-    return out
 
 
 def _input_error(err: ValidationError, lines: Mapping[tuple[Any, ...], int], file: str) -> InputError:

@@ -282,3 +282,30 @@ def _expanded_size(node: yaml.Node, stack: set[int], depth: int) -> int:
             break
     stack.discard(key)
     return total
+
+
+def key_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """Each key path (and list index path) of a YAML document → its 1-based line, via PyYAML's
+    composer; for pointing an error at the field it is about. Best effort: ``{}`` on bad YAML."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    out: dict[tuple[Any, ...], int] = {}
+
+    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    sub = (*path, key.value)
+                    out.setdefault(sub, key.start_mark.line + 1)
+                    walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                sub = (*path, i)
+                out.setdefault(sub, item.start_mark.line + 1)
+                walk(item, sub)
+
+    if root is not None:
+        walk(root, ())
+    return out

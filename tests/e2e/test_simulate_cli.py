@@ -320,3 +320,15 @@ def test_unwritable_output_is_bad_input(fmt: str) -> None:
     )
     assert result.exit_code == 2
     assert result.stderr.startswith("error: ") and "/nonexistent/dir/report" in result.stderr
+
+
+def test_a_helmrelease_field_error_names_the_field_line(tmp_path: Path) -> None:
+    hr = tmp_path / "hr.yaml"
+    hr.write_text(
+        "# leading comment\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n"
+        "metadata: {name: x, namespace: apps}\nspec:\n  interval: 10m\n  install:\n"
+        "    remediation:\n      retriez: 3\n"
+    )
+    result = CliRunner().invoke(app, ["simulate", str(SEED2), "--helmrelease", str(hr)])
+    assert result.exit_code == 2
+    assert result.stderr == f'error: {hr}:9: HelmRelease x: unknown field "spec.install.remediation.retriez"\n'

@@ -17,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -31,7 +30,7 @@ from pydantic.alias_generators import to_camel
 
 from helmsim.cluster.latency import Constant, Empirical, Latency, LogNormal, Uniform, fixed
 from helmsim.errors import InputError
-from helmsim.yamlio import load_one
+from helmsim.yamlio import key_lines, load_one
 
 
 LatencyValue = Constant | Uniform | LogNormal | Empirical
@@ -547,33 +546,7 @@ def _parse(text: str, label: str, base_dir: Path | None, ident: str) -> _Source:
         raise InputError("the profile is empty", file=label, line=1)
     if not isinstance(data, dict):
         raise InputError("a cluster profile must be a YAML mapping", file=label, line=1)
-    return _Source(label, data, _key_lines(text), base_dir, ident)
-
-
-def _key_lines(text: str) -> dict[_Path, int]:
-    """Map each key path (and list index path) to its 1-based line, via PyYAML's composer."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:  # load_one already accepted the text; lines are best effort
-        return {}
-    out: dict[_Path, int] = {}
-
-    def walk(node: yaml.Node, path: _Path) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    sub = (*path, key.value)
-                    out.setdefault(sub, key.start_mark.line + 1)
-                    walk(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                sub = (*path, i)
-                out.setdefault(sub, item.start_mark.line + 1)
-                walk(item, sub)
-
-    if root is not None:
-        walk(root, ())
-    return out
+    return _Source(label, data, key_lines(text), base_dir, ident)
 
 
 def _resolve(leaf: _Source) -> ClusterProfile:

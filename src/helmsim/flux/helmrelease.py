@@ -205,14 +205,48 @@ class HelmRelease(_Model):
         return action == "upgrade" and rem.retries > 0
 
 
+def _field_line(
+    loc: tuple[Any, ...], lines: Mapping[tuple[Any, ...], int] | None, start: int | None
+) -> int | None:
+    """The file line of the deepest key of ``loc`` found in ``lines`` (camelCase YAML keys)."""
+    if not lines:
+        return None
+    found: int | None = None
+    path: list[Any] = []
+    for part in loc:
+        key = part if isinstance(part, int) else _camel(str(part))
+        if (*path, key) in lines:
+            path.append(key)
+        elif (*path, part) in lines:
+            path.append(part)
+        else:
+            break
+        found = lines[tuple(path)]
+    if found is None:
+        return None
+    return found + (start - 1 if start else 0)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
 def is_helmrelease(obj: Mapping[str, Any]) -> bool:
     return obj.get("kind") == "HelmRelease" and str(obj.get("apiVersion", "")).startswith(
         "helm.toolkit.fluxcd.io/"
     )
 
 
-def parse_helmrelease(obj: Mapping[str, Any], *, source: str = "", line: int | None = None) -> HelmRelease:
-    """Validate a HelmRelease object; errors name the file, line and field."""
+def parse_helmrelease(
+    obj: Mapping[str, Any],
+    *,
+    source: str = "",
+    line: int | None = None,
+    lines: Mapping[tuple[Any, ...], int] | None = None,
+) -> HelmRelease:
+    """Validate a HelmRelease object; errors name the file, the field and its line (``lines``:
+    key path → line within the document, from ``yamlio.key_lines``; ``line``: where it starts)."""
     meta = obj.get("metadata") or {}
     name, namespace = meta.get("name"), meta.get("namespace", "default")
     where = {"file": source or None, "line": line}
@@ -230,6 +264,9 @@ def parse_helmrelease(obj: Mapping[str, Any], *, source: str = "", line: int | N
     except ValidationError as err:
         first = err.errors()[0]
         path = ".".join(str(p) for p in first["loc"])
+        field_line = _field_line(tuple(first["loc"]), lines, line)
+        if field_line is not None:
+            where = {"file": source or None, "line": field_line}
         if first["type"] == "extra_forbidden":
             raise InputError(f'HelmRelease {name}: unknown field "{path}"', **where) from None
         raise InputError(f"HelmRelease {name}: {path}: {first['msg']}", **where) from None

@@ -33,6 +33,7 @@ def flux_tree_from_files(files: Sequence[tuple[str, str]], *, namespace: str | N
     hrs: list[HelmRelease] = []
     objects: list[Mapping[str, Any]] = []
     for file, text in files:
+        chunks = dict(enumerate(c for c, _ in yamlio.split_documents(text)))
         for doc in yamlio.load_documents(text, file):
             values = doc.value.get("items") if isinstance(doc.value, dict) and doc.value.get("kind") == "List" else [doc.value]
             for obj in values or ():
@@ -42,7 +43,10 @@ def flux_tree_from_files(files: Sequence[tuple[str, str]], *, namespace: str | N
                 if namespace and isinstance(meta, dict) and not meta.get("namespace"):
                     obj = {**obj, "metadata": {**meta, "namespace": namespace}}
                 if is_helmrelease(obj):
-                    hrs.append(parse_helmrelease(obj, source=file, line=doc.line))
+                    chunk = chunks.get(doc.index, "")
+                    hrs.append(
+                        parse_helmrelease(obj, source=file, line=doc.line, lines=yamlio.key_lines(chunk))
+                    )
                 else:
                     objects.append(obj)
     seen: dict[str, HelmRelease] = {}
