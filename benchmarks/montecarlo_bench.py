@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from helmsim import montecarlo as mc
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ from pathlib import Path
 from engine_bench import generate_chart  # benchmarks/ is on sys.path when run as a script
 
 from helmsim import render
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.flux.inputs import default_helmrelease
 from helmsim.inputs import load_release

@@ -622,7 +622,7 @@ def rehearse(
     namespace: str,
 ) -> list[Rehearsal]:
     """Simulate both renders of ``entry`` under each profile (nominal latencies, seed 0)."""
-    from helmsim.cli.simulate import build_inputs  # the CLI's HelmRelease/chart pairing
+    from helmsim.release_inputs import build_inputs  # the CLI's HelmRelease/chart pairing
     from helmsim.cluster.profile import load_profile
     from helmsim.simulate import simulate
 

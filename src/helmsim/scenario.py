@@ -555,7 +555,7 @@ def scenario_profile(loaded: LoadedScenario) -> ClusterProfile:
 
 def scenario_inputs(loaded: LoadedScenario) -> list[ReleaseInput]:
     """The ``ReleaseInput`` of every release of the scenario."""
-    from helmsim.cli.simulate import build_inputs  # the CLI's chart/HelmRelease pairing
+    from helmsim.release_inputs import build_inputs  # the CLI's chart/HelmRelease pairing
 
     base = loaded.base_dir
     out: list[ReleaseInput] = []

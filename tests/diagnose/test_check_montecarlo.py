@@ -15,7 +15,7 @@ from junitparser import Failure, JUnitXml
 from typer.testing import CliRunner
 
 from helmsim.cli import app
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import ClusterProfile, load_profile, profile_from_mapping
 from helmsim.diagnose.check import CheckOptions, CheckReport, run_check
 from helmsim.diagnose.model import Severity

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import load_profile
 from helmsim.diagnose.check import CheckOptions, run_check
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import load_profile
 from helmsim.diagnose.check import CheckOptions, run_check
 from helmsim.diagnose.model import Severity

@@ -8,7 +8,7 @@ from itertools import pairwise
 import pytest
 from e2e_helpers import FIX, MAIN, SEED1, SEED2, k8s_events, release
 
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import load_profile
 from helmsim.report.simulate import to_json
 from helmsim.simulate import simulate

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import load_profile
 from helmsim.simulate import SimulationResult, simulate
 

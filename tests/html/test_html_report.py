@@ -14,7 +14,7 @@ from html_dom import lane, parse
 from typer.testing import CliRunner
 
 from helmsim.cli import app
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import load_profile
 from helmsim.report.html import ChainStep, Finding, OutcomeDistribution, render_html
 from helmsim.simulate import simulate

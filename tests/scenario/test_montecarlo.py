@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helmsim import montecarlo as mc
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import load_profile
 from helmsim.errors import InputError
 

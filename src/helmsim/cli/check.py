@@ -11,7 +11,7 @@ import typer
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, console
-from helmsim.cli.simulate import build_inputs
+from helmsim.release_inputs import build_inputs
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
 from helmsim.config import config_for

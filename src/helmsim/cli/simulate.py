@@ -16,17 +16,14 @@ from helmsim.cli.app import command, console
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.errors import InputError
-from helmsim.flux import inputs as flux_inputs
-from helmsim.inputs import load_release
+from helmsim.release_inputs import build_inputs  # noqa: F401 - re-exported for callers
 from helmsim.report import simulate as report
 from helmsim.simulate import (
     DEFAULT_HORIZON,
     UNMAPPED_READY_AFTER,
-    ChartSource,
     ReleaseInput,
     SimulationResult,
     simulate,
-    values_from_refs,
 )
 
 if TYPE_CHECKING:
@@ -49,85 +46,6 @@ def _seconds(text: str | None, default: float, flag: str, *, positive: bool = Fa
     if positive and value <= 0:
         raise InputError(f"{flag} {text!r}: must be longer than 0s")
     return value
-
-
-def build_inputs(
-    target: str,
-    *,
-    values: list[str],
-    sets: list[str],
-    helmrelease: list[str],
-    charts: list[str],
-    release_name: str | None,
-    namespace: str,
-    upgrade_from: str | None,
-    upgrade_from_values: list[str],
-    upgrade_from_set: list[str],
-) -> list[ReleaseInput]:
-    """Pair HelmReleases with charts from the command line (shared by simulate and check)."""
-    chart_map = flux_inputs.parse_chart_map(charts)
-    user_values = rendering.load_values(values, sets)
-    previous_values = rendering.load_values(upgrade_from_values, upgrade_from_set)
-    is_chart = rendering.is_chart_dir(Path(target))
-    for path in helmrelease:
-        if not flux_inputs.load_flux_tree([path]).helmreleases:
-            raise InputError("no HelmRelease (helm.toolkit.fluxcd.io) found", file=path)
-    tree = flux_inputs.load_flux_tree(helmrelease if is_chart else [target, *helmrelease])
-    if is_chart and not helmrelease:
-        meta = _meta_chart_tree(target, user_values, release_name, namespace)
-        if meta is not None:
-            tree, is_chart, user_values = meta, False, {}
-    hrs = list(tree.helmreleases)
-    main_ref: str | None = None
-    if is_chart:
-        name = flux_inputs.chart_name_of(target)
-        match = [hr for hr in hrs if hr.chart_name == name] or (hrs if len(hrs) == 1 else [])
-        if not hrs:
-            hr = flux_inputs.default_helmrelease(release_name or name, namespace)
-            hrs = [hr]
-            match = [hr]
-        if not match:
-            raise InputError(
-                f"none of the HelmReleases uses chart {name!r}; name it with --chart NAME={target}",
-                file=helmrelease[0] if helmrelease else None,
-            )
-        main_ref = match[0].ref
-        chart_map.setdefault(match[0].chart_name, target)
-    elif not hrs:
-        raise InputError("no HelmRelease found (and not a chart directory)", file=target)
-    out: list[ReleaseInput] = []
-    for hr in hrs:
-        path = chart_map.get(hr.chart_name) if hr.ref == main_ref else flux_inputs.chart_for(hr, chart_map)
-        source = ChartSource(path, user_values if hr.ref == main_ref or not is_chart else {}) if path else None
-        prev = None
-        if upgrade_from is not None and path is not None and (hr.ref == main_ref or main_ref is None):
-            prev = ChartSource(upgrade_from, previous_values)
-        out.append(ReleaseInput(hr, source, previous=prev, values_from=values_from_refs(hr, tree.objects)))
-    used = {r.hr.chart_name for r in out} | {r.hr.name for r in out} | {r.hr.ref for r in out}
-    unused = sorted(set(flux_inputs.parse_chart_map(charts)) - used)
-    if unused:
-        known = ", ".join(sorted({r.hr.chart_name for r in out}))
-        raise InputError(f"--chart {unused[0]}=…: no HelmRelease uses chart {unused[0]!r} (charts: {known})")
-    if not any(r.chart is not None for r in out):
-        known = ", ".join(sorted({r.hr.chart_name for r in out}))
-        raise InputError(
-            f"nothing to simulate: no HelmRelease is mapped to a local chart; map one with "
-            f"--chart NAME=PATH (charts: {known})",
-            file=target,
-        )
-    return out
-
-
-def _meta_chart_tree(
-    target: str, values: dict[str, object], release_name: str | None, namespace: str
-) -> flux_inputs.FluxTree | None:
-    """A chart that renders HelmReleases (a meta-chart) is read as the Flux tree it renders."""
-    opts = rendering.RenderOptions(
-        release_name=release_name or rendering.DEFAULT_RELEASE_NAME, namespace=namespace, values=values
-    )
-    rendered = load_release(target, opts)
-    tree = flux_inputs.flux_tree_from_files(list(rendered.files), namespace=namespace)
-    return tree if tree.helmreleases else None
 
 
 @command("simulate")
