@@ -11,6 +11,7 @@ from typing import Any
 
 from helmsim import yamlio
 from helmsim.errors import InputError
+from helmsim.kube.nulls import drop_nulls
 
 HOOK_ANNOTATION = "helm.sh/hook"
 HOOK_WEIGHT_ANNOTATION = "helm.sh/hook-weight"
@@ -221,9 +222,10 @@ def parse_documents(
                 for item in doc.value["items"]:
                     if not isinstance(item, dict):
                         raise InputError("List item is not an object", file=path, line=doc.line)
-                    raw.append((source, item))
+                    raw.append((source, drop_nulls(item)))
                 continue
-            raw.append((source, doc.value))
+            # null = absent, as the API server decodes it (helmsim.kube.nulls)
+            raw.append((source, drop_nulls(doc.value)))
     scopes = crd_scopes(body for _, body in raw)
     cluster = set(CLUSTER_SCOPED_KINDS) | set(cluster_scoped)
     cluster |= {kind for kind, scope in scopes.items() if scope == "Cluster"}

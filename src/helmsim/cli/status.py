@@ -20,6 +20,7 @@ from helmsim import kstatus, yamlio
 from helmsim.cli.app import EXIT_BAD_INPUT, command, console, err_console
 from helmsim.errors import InputError
 from helmsim.kstatus.core import parse_rfc3339
+from helmsim.kube.nulls import drop_nulls
 
 
 class Reader(str, Enum):
@@ -132,9 +133,9 @@ def load_objects(path: Path) -> list[Mapping[str, Any]]:
                 raise InputError("items of a List is not a list", file=source, line=doc.line)
             for item in items:
                 _check(item, source, doc.line)
-                out.append(item)
+                out.append(drop_nulls(item))
         else:
-            out.append(doc.value)
+            out.append(drop_nulls(doc.value))  # null = absent, as the API server stores it
     return out
 
 

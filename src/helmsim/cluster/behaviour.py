@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 from helmsim.cluster.latency import parse_duration
 from helmsim.errors import InputError
+from helmsim.kube.nulls import drop_nulls
 from helmsim.yamlio import load_documents
 
 ANNOTATION_PREFIX = "helmsim.dev/"
@@ -942,7 +943,8 @@ def _applies(
     notes: list[str] = []
     for text, origin in texts:
         try:
-            docs = [d.value for d in load_documents(text, origin) if isinstance(d.value, dict)]
+            # null = absent, as the API server decodes what kubectl sends (helmsim.kube.nulls)
+            docs = [drop_nulls(d.value) for d in load_documents(text, origin) if isinstance(d.value, dict)]
         except InputError:
             notes.append(f"runs kubectl apply of {origin} that is not valid YAML or JSON (ignored)")
             continue

@@ -1,0 +1,1 @@
+"""Kubernetes basics written once (one small typed module per basic)."""

@@ -1,0 +1,38 @@
+"""Helpers for the tests of tests/realcharts: simulate a chart there as ``helmsim simulate`` does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from helmsim.cluster.profile import load_profile
+from helmsim.release_inputs import build_inputs
+from helmsim.simulate import SimulationResult, simulate
+
+HERE = Path(__file__).resolve().parent
+
+
+def simulate_chart(
+    name: str,
+    profile: str = "kind",
+    *,
+    values: tuple[str, ...] = (),
+    helmrelease: tuple[str, ...] = (),
+    upgrade_from_values: tuple[str, ...] | None = None,
+    **kw: Any,
+) -> SimulationResult:
+    """Simulate the chart ``tests/realcharts/<name>`` (with HelmReleases from ``helmrelease``)."""
+    chart = str(HERE / name)
+    releases = build_inputs(
+        chart,
+        values=[str(HERE / name / v) for v in values],
+        sets=[],
+        helmrelease=[str(HERE / name / h) for h in helmrelease],
+        charts=[],
+        release_name=None,
+        namespace="default",
+        upgrade_from=None if upgrade_from_values is None else chart,
+        upgrade_from_values=[str(HERE / name / v) for v in upgrade_from_values or ()],
+        upgrade_from_set=[],
+    )
+    return simulate(load_profile(profile), releases, **kw)
