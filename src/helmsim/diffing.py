@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from helmsim import gitref, render, yamlio
@@ -231,9 +231,10 @@ def _pair_same_path(
 
 def _write_ref(commit: gitref.Commit, entry: gitref.TreeEntry, scratch: Path, index: int) -> Path:
     content = gitref.read_blobs(commit, [entry.sha])[entry.sha]
-    target = scratch / "values" / str(index) / Path(entry.path).name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(content)
+    folder = scratch / "values" / str(index)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / PurePosixPath(entry.path).name  # list_tree refused "..", "/" and ".git"
+    gitref.write_new(target, content, 0o644)
     return target
 
 
@@ -672,6 +673,8 @@ class DiffReport:
     semantic: bool
     expect_identical: tuple[str, ...]
     entries: list[EntryResult]
+    notes: tuple[str, ...] = ()
+    """What the report could not compare as it is (e.g. symlinks of the ref not exported)."""
 
     @property
     def failing(self) -> list[EntryResult]:
@@ -717,13 +720,15 @@ def diff_chart(
     repo, prefix = gitref.find_repo(chart_dir)
     commit = gitref.resolve(repo, against)
     ref_chart = scratch / "ref" / (chart_dir.resolve().name or "chart")
-    try:
-        gitref.export_dir(commit, prefix, ref_chart)
-    except InputError:
+    if not gitref.list_tree(commit, prefix):
         raise InputError(
             f"chart directory {prefix or '.'!r} did not exist at {against} ({commit.short})",
             file=chart,
-        ) from None
+        )
+    exported = gitref.export_dir(commit, prefix, ref_chart)
+    notes = [
+        f"symlink {link} at {against} not recreated in its export" for link in exported.skipped_links
+    ]
     if not (ref_chart / "Chart.yaml").is_file():
         raise InputError(
             f"{prefix or '.'!r} was not a Helm chart at {against} (no Chart.yaml)", file=chart
@@ -775,4 +780,6 @@ def diff_chart(
                 namespace=opts.namespace,
             )
         results.append(result)
-    return DiffReport(chart, against, commit.sha, semantic, tuple(expect_identical), results)
+    return DiffReport(
+        chart, against, commit.sha, semantic, tuple(expect_identical), results, tuple(notes)
+    )

@@ -41,10 +41,10 @@ def test_unknown_refs_are_input_errors(history: Path, ref: str) -> None:
 
 def test_export_writes_the_directory_as_it_was(history: Path, tmp_path: Path) -> None:
     repo, _ = gitref.find_repo(history)
-    old = gitref.export_dir(gitref.resolve(repo, "HEAD~2"), "chart", tmp_path / "old")
+    old = gitref.export_dir(gitref.resolve(repo, "HEAD~2"), "chart", tmp_path / "old").path
     assert sorted(p.name for p in old.iterdir()) == ["Chart.yaml"]  # not chart2's files
     assert (old / "Chart.yaml").read_text() == "name: old\n"
-    new = gitref.export_dir(gitref.resolve(repo, "HEAD"), "chart", tmp_path / "new")
+    new = gitref.export_dir(gitref.resolve(repo, "HEAD"), "chart", tmp_path / "new").path
     assert (new / "Chart.yaml").read_text() == "name: new\n"
     assert os.access(new / "run.sh", os.X_OK)
     assert (new / "link.yaml").is_symlink() and (new / "link.yaml").read_text() == "name: new\n"

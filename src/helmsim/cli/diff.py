@@ -167,6 +167,7 @@ def _title(r: diffing.EntryResult, against: str, semantic: bool) -> str:
 def to_text(report: diffing.DiffReport) -> str:
     """The human report: one line per entry, then its object and field changes."""
     lines = [f"{report.chart}: working tree against {report.against} ({report.commit[:12]})"]
+    lines.extend(f"note: {note}" for note in report.notes)
     for r in report.entries:
         lines.append(_title(r, report.against, report.semantic))
         for note in r.notes:
@@ -236,6 +237,7 @@ def to_json(report: diffing.DiffReport) -> dict[str, Any]:
         "commit": report.commit,
         "semantic": report.semantic,
         "expectIdentical": list(report.expect_identical),
+        "notes": list(report.notes),
         "entries": [
             {
                 "name": r.entry.name,
