@@ -197,6 +197,8 @@ class Node(_Model):
     taints: list[Taint] = Field(default_factory=list)
     zone: str | None = None
     internal_ip: str | None = Field(default=None, alias="internalIP")
+    # Node status.allocatable: resource name → quantity ({cpu: "4", memory: 16Gi, pods: "110"}).
+    allocatable: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("internal_ip")
     @classmethod
