@@ -128,7 +128,12 @@ def read_file_into(dump: Dump, path: Path) -> None:
 
 def add_text(dump: Dump, text: str, source: str) -> None:
     """Add the objects of one dump's text (YAML or JSON) to ``dump``."""
-    for doc in yamlio.load_documents(text, source):
+    try:
+        docs = yamlio.load_documents(text, source)
+    except InputError as err:  # one line, whatever the parser's message holds
+        first = err.message.splitlines()[0] if err.message else "invalid YAML"
+        raise InputError(first, file=err.file, line=err.line) from None
+    for doc in docs:
         value = doc.value
         if value is None:
             continue
