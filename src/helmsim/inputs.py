@@ -18,6 +18,8 @@ class ReleaseInput:
     chart_name: str = ""
     chart_version: str = ""
     from_chart: bool = False
+    notes: tuple[str, ...] = ()
+    """Helm's warnings about the chart (see ``helmsim.render.RenderedChart.notes``)."""
 
     def parse(self, namespace: str, cluster_scoped: tuple[str, ...] = ()) -> ParseResult:
         """Resources of this release with namespaces defaulted to ``namespace``."""
@@ -40,5 +42,6 @@ def load_release(
             chart_name=chart.chart_name,
             chart_version=chart.chart_version,
             from_chart=True,
+            notes=chart.notes,
         )
     return ReleaseInput(files=tuple(read_manifest_input(target)))

@@ -45,6 +45,7 @@ def build_inputs(
     if is_chart:
         name = flux_inputs.chart_name_of(target)
         match = [hr for hr in hrs if hr.chart_name == name] or (hrs if len(hrs) == 1 else [])
+        defaulted = not hrs
         if not hrs:
             hr = flux_inputs.default_helmrelease(release_name or name, namespace)
             hrs = [hr]
@@ -58,6 +59,8 @@ def build_inputs(
         chart_map.setdefault(match[0].chart_name, target)
     elif not hrs:
         raise InputError("no HelmRelease found (and not a chart directory)", file=target)
+    else:
+        defaulted = False
     out: list[ReleaseInput] = []
     for hr in hrs:
         path = chart_map.get(hr.chart_name) if hr.ref == main_ref else flux_inputs.chart_for(hr, chart_map)
@@ -65,7 +68,11 @@ def build_inputs(
         prev = None
         if upgrade_from is not None and path is not None and (hr.ref == main_ref or main_ref is None):
             prev = ChartSource(upgrade_from, previous_values)
-        out.append(ReleaseInput(hr, source, previous=prev, values_from=values_from_refs(hr, tree.objects)))
+        out.append(
+            ReleaseInput(
+                hr, source, previous=prev, values_from=values_from_refs(hr, tree.objects), defaulted=defaulted
+            )
+        )
     used = {r.hr.chart_name for r in out} | {r.hr.name for r in out} | {r.hr.ref for r in out}
     unused = sorted(set(flux_inputs.parse_chart_map(charts)) - used)
     if unused:

@@ -52,6 +52,23 @@ class RenderedChart:
     chart_name: str
     chart_version: str
     files: tuple[RenderedFile, ...]
+    notes: tuple[str, ...] = ()
+    """What Helm accepts but a user should know (e.g. a vendored subchart outside its range)."""
+
+
+class RenderError(InputError):
+    """Helm's engine refused the chart (template error, ``fail``, ``required``, values schema).
+
+    ``helm_message`` is Helm's own error text, as helm-controller prints it in the HelmRelease's
+    condition; the ``InputError`` text is the one-line form naming the file and line.
+    """
+
+    def __init__(self, message: str, *, helm_message: str, file: str | None = None, line: int | None = None) -> None:
+        super().__init__(message, file=file, line=line)
+        self.helm_message = helm_message
+        self.chart_name = ""
+        self.chart_version = ""
+        self.crd_files: tuple[RenderedFile, ...] = ()
 
 
 def _sdk() -> Any:
@@ -129,6 +146,8 @@ def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, inc
     except Exception as err:  # noqa: BLE001
         raise InputError(f"cannot load chart: {_sdk_message(err)}", file=str(chart_path)) from None
     with chart:
+        meta = chart.metadata
+        notes = _check_chart(path, meta, chart.dependencies)
         native_opts: dict[str, Any] = {
             "name": opts.release_name,
             "namespace": opts.namespace,
@@ -140,19 +159,6 @@ def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, inc
             native_opts["kube_version"] = opts.kube_version
         if opts.api_versions:
             native_opts["api_versions"] = list(opts.api_versions)
-        try:
-            raw = sdk._native.call_string(
-                "helm_render", chart._raw(), json.dumps(dict(opts.values)), json.dumps(native_opts)
-            )
-        except Exception as err:  # noqa: BLE001
-            raise _render_error(err, path) from None
-        rendered: dict[str, str] = json.loads(raw)
-        meta = chart.metadata
-        files = [
-            RenderedFile(path=name, content=content)
-            for name, content in sorted(rendered.items())
-            if _is_manifest_template(name)
-        ]
         crd_files: list[RenderedFile] = []
         if include_crds:
             # helm/helm pkg/chart/v2/chart.go CRDObjects: crds/ of the chart, then its subcharts
@@ -160,27 +166,64 @@ def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, inc
                 crd_files.append(
                     RenderedFile(path=crd.get("filename") or crd["name"], content=crd["data"], is_crd_file=True)
                 )
+        try:
+            raw = sdk._native.call_string(
+                "helm_render", chart._raw(), json.dumps(dict(opts.values)), json.dumps(native_opts)
+            )
+        except Exception as err:  # noqa: BLE001
+            failure = _render_error(err, path)
+            failure.chart_name = str(meta.get("name", ""))
+            failure.chart_version = str(meta.get("version", ""))
+            failure.crd_files = tuple(crd_files)
+            raise failure from None
+        rendered: dict[str, str] = json.loads(raw)
+        files = [
+            RenderedFile(path=name, content=content)
+            for name, content in sorted(rendered.items())
+            if _is_manifest_template(name)
+        ]
     return RenderedChart(
         chart_name=str(meta.get("name", "")),
         chart_version=str(meta.get("version", "")),
         files=tuple(crd_files + files),
+        notes=tuple(notes),
     )
 
 
+def _check_chart(path: Path, meta: Mapping[str, Any], loaded: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What ``helm install``/``template`` check before rendering; returns the notes."""
+    from helmsim.helm import dependencies
+
+    chart_type = str(meta.get("type") or "")
+    if chart_type not in ("", "application"):
+        # helm/helm pkg/cmd/install.go checkIfInstallable
+        raise InputError(f"{chart_type} charts are not installable", file=str(path))
+    deps = dependencies.declared(path, meta)
+    absent = dependencies.missing(deps, loaded)
+    if absent:
+        raise dependencies.missing_error(path, absent)
+    return dependencies.version_notes(deps, loaded, f"{meta.get('name', '')}@{meta.get('version', '')}")
+
+
 _TEMPLATE_POS = re.compile(r"^(?:template: )?([^:\s]+):(\d+)(?::\d+)?:?\s*")
+# helm/helm pkg/engine/engine.go reformatExecErrorMsg / cleanupParseError: "execution error at
+# (chart/templates/x.yaml:3:4): msg", "parse error at (chart/templates/x.yaml:3): msg"
+_EXEC_POS = re.compile(r"^(?:execution|parse) error at \(([^:\s]+):(\d+)(?::\d+)?\):?\s*")
 
 
-def _render_error(err: Exception, chart_path: Path) -> InputError:
-    """One line naming the template file (on disk, when it is a directory chart) and line."""
-    lines = [part.strip() for part in str(err).strip().splitlines() if part.strip()]
-    text = ": ".join(lines).replace(":: ", ": ") or type(err).__name__
-    m = _TEMPLATE_POS.match(text)
+def _render_error(err: Exception, chart_path: Path) -> RenderError:
+    """One line naming the template file (on disk, when it is a directory chart) and line; the
+    error keeps Helm's own text (``helm_message``) for helm-controller's condition."""
+    helm_message = str(err).strip() or type(err).__name__
+    lines = [part.strip() for part in helm_message.splitlines() if part.strip()]
+    text = ": ".join(lines).replace(":: ", ": ")
+    m = _TEMPLATE_POS.match(text) or _EXEC_POS.match(text)
     if m is None:
-        return InputError(f"render failed: {text}", file=str(chart_path))
+        return RenderError(f"render failed: {text}", helm_message=helm_message, file=str(chart_path))
     template, line = m.group(1), int(m.group(2))
     rest = text[m.end() :].lstrip(": ")
     file = str(chart_path / template.split("/", 1)[1]) if chart_path.is_dir() and "/" in template else template
-    return InputError(f"render failed: {rest}", file=file, line=line)
+    return RenderError(f"render failed: {rest}", helm_message=helm_message, file=file, line=line)
 
 
 def _is_manifest_template(name: str) -> bool:

@@ -48,6 +48,9 @@ class ReleaseInput:
     chart: ChartSource | None
     previous: ChartSource | None = None
     values_from: Mapping[str, Any] = field(default_factory=dict)
+    defaulted: bool = False
+    """The HelmRelease is helmsim's default for a bare chart: the chart's render errors are then
+    bad input (exit 2), as for ``helm template``; otherwise they fail this release alone."""
 
 
 @dataclass
@@ -169,7 +172,13 @@ def _at_path(path: str, value: Any) -> dict[str, Any]:
 
 # --- rendering -----------------------------------------------------------------------------------
 def _render(
-    hr: HelmRelease, source: ChartSource, profile: ClusterProfile, values_from: Mapping[str, Any], *, upgrade: bool
+    hr: HelmRelease,
+    source: ChartSource,
+    profile: ClusterProfile,
+    values_from: Mapping[str, Any],
+    *,
+    upgrade: bool,
+    per_release: bool = False,
 ) -> ChartRelease:
     values = render.merge_values(render.merge_values(dict(values_from), hr.spec.values), source.values)
     opts = render.RenderOptions(
@@ -181,7 +190,12 @@ def _render(
         is_upgrade=upgrade,
         revision=2 if upgrade else 1,
     )
-    rel = load_release(source.path, opts, include_crds=True)  # helm-controller applies crds/ on upgrade too
+    try:
+        rel = load_release(source.path, opts, include_crds=True)  # helm-controller applies crds/ on upgrade too
+    except render.RenderError as err:
+        if not per_release:
+            raise
+        return _unrendered(hr, err)
     parsed = rel.parse(hr.target_namespace)
     chart = f"{rel.chart_name}@{rel.chart_version}" if rel.from_chart else hr.chart_name
     return ChartRelease(
@@ -190,6 +204,25 @@ def _render(
         chart=chart,
         resources=tuple(parsed.resources),
         crds=tuple(rel.parse_crds().resources),
+        notes=tuple(f"HelmRelease {hr.ref}: {n}" for n in rel.notes),
+    )
+
+
+def _unrendered(hr: HelmRelease, err: render.RenderError) -> ChartRelease:
+    """The chart helm-controller gets for ``hr`` when Helm's engine refuses it: its ``crds/``
+    are still applied (helm-controller internal/action/install.go applyCRDs runs before
+    RunWithContext renders), then the action fails with Helm's error and stores no release."""
+    from helmsim.manifests import parse_documents
+
+    crds = parse_documents([(f.path, f.content) for f in err.crd_files]).resources
+    return ChartRelease(
+        name=hr.release_name,
+        namespace=hr.target_namespace,
+        chart=f"{err.chart_name}@{err.chart_version}",
+        resources=(),
+        crds=tuple(crds),
+        render_error=err.helm_message,
+        notes=(f"HelmRelease {hr.ref}: the chart does not render ({err}); the release fails with Helm's error",),
     )
 
 
@@ -203,7 +236,9 @@ def prepare_charts(profile: ClusterProfile, releases: Sequence[ReleaseInput]) ->
     previous: dict[str, ChartRelease] = {}
     for r in releases:
         if r.chart is not None:
-            rendered[r.hr.ref] = _render(r.hr, r.chart, profile, r.values_from, upgrade=r.previous is not None)
+            rendered[r.hr.ref] = _render(
+                r.hr, r.chart, profile, r.values_from, upgrade=r.previous is not None, per_release=not r.defaulted
+            )
             if r.previous is not None:
                 previous[r.hr.ref] = _render(r.hr, r.previous, profile, r.values_from, upgrade=False)
     return rendered, previous
@@ -253,6 +288,8 @@ def simulate(
     states: dict[str, ReleaseState] = {}
     notes: list[str] = []
     upgrade_start = 0.0
+    for cr in rendered.values():
+        notes.extend(cr.notes)
     if previous:
         upgrade_start, prev_notes = _install_previous(sim, ctx, releases, previous, states, horizon)
         notes += prev_notes

@@ -9,7 +9,7 @@ import typer
 
 from helmsim import render as rendering
 from helmsim.cli import options
-from helmsim.cli.app import command, console
+from helmsim.cli.app import command, console, err_console
 from helmsim.helm.plan import plan_install, plan_upgrade
 from helmsim.inputs import load_release
 from helmsim.report import plan as plan_report
@@ -69,6 +69,8 @@ def plan_cmd(
         **caps,
     )
     release = load_release(target, new_opts, include_crds=upgrade_from is None)
+    for note in release.notes:
+        err_console.print(f"warning: {note}", markup=False)
     parsed = release.parse(namespace)
     chart = f"{release.chart_name}@{release.chart_version}" if release.from_chart else ""
     if upgrade_from is None:

@@ -8,7 +8,7 @@ import typer
 
 from helmsim import render as rendering
 from helmsim.cli import options
-from helmsim.cli.app import command, console
+from helmsim.cli.app import command, console, err_console
 from helmsim.inputs import load_release
 
 
@@ -38,6 +38,8 @@ def render_cmd(
         api_versions=apis,
     )
     release = load_release(target, opts, include_crds=include_crds)
+    for note in release.notes:
+        err_console.print(f"warning: {note}", markup=False)
     release.parse(namespace)  # validate: bad documents are reported with file and line
     release.parse_crds()
     files = [

@@ -258,12 +258,18 @@ class Reconciler:
             chart = self.chart_for(False)
             st.last_attempted_action = "install"
             st.attempts += 1
-            result = yield from actions.install(self.ctx, chart, opts)
+            if chart.render_error is not None:
+                result = yield from self._unrenderable(action, chart, opts)
+            else:
+                result = yield from actions.install(self.ctx, chart, opts)
         elif action == "upgrade":
             chart = self.chart_for(True)
             st.last_attempted_action = "upgrade"
             st.attempts += 1
-            result = yield from actions.upgrade(self.ctx, chart, opts)
+            if chart.render_error is not None:
+                result = yield from self._unrenderable(action, chart, opts)
+            else:
+                result = yield from actions.upgrade(self.ctx, chart, opts)
         elif action == "rollback":
             chart = self.chart_for(True)
             result = yield from actions.rollback(self.ctx, self.hr.target_namespace, name, opts)
@@ -324,6 +330,23 @@ class Reconciler:
                 st.failures += 1
         st.history.append({"time": sim.now, "action": action, "ok": result.ok, "error": result.error})
         return result
+
+    def _unrenderable(self, action: str, chart: ChartRelease, opts: ActionOptions) -> Proc:
+        """An install or upgrade of a chart Helm's engine refuses: helm-controller applies its
+        ``crds/`` first (internal/action/install.go, upgrade.go applyCRDs), then Helm's action
+        fails while rendering, before any release is stored (helm/helm pkg/action/install.go
+        RunWithContext: renderResources precedes Releases.Create), so no failure is counted for
+        remediation and the reconcile is retried with backoff (internal/reconcile/install.go)."""
+        assert chart.render_error is not None
+        if chart.crds:
+            err = yield from actions.apply_crds(self.ctx, chart.crds, opts)
+            if err:
+                return actions.ActionResult(action, False, None, err)
+        self.ctx.sim.log(
+            self.ctx.actor, "render-failed", f"{self.hr.target_namespace}/{self.hr.release_name}",
+            chart.render_error, action=action,
+        )
+        return actions.ActionResult(action, False, None, chart.render_error)
 
     def _has_rollback_target(self) -> bool:
         history = self.ctx.storage.history(self.hr.target_namespace, self.hr.release_name)

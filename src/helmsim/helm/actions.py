@@ -55,6 +55,9 @@ class ChartRelease:
     chart: str
     resources: tuple[Resource, ...]
     crds: tuple[Resource, ...] = ()
+    notes: tuple[str, ...] = ()
+    render_error: str | None = None
+    """Helm's error when the chart does not render for this release (no objects then)."""
 
     @property
     def manifest(self) -> list[Resource]:

@@ -23,7 +23,7 @@ _TIMELINE_WHATS = {
     "action-start", "apply-group", "apply-error", "adopted", "hook-start", "hook-failed",
     "hook-succeeded", "wait-start", "wait-end", "release", "kept", "condition", "stalled",
     "connect-denied", "connect-timeout", "connected", "policy-in-effect", "container-exited",
-    "container-log",
+    "container-log", "render-failed",
 }
 _NOTABLE_REASONS = {
     "WaitForFirstConsumer", "ExternalProvisioning", "ProvisioningSucceeded", "ProvisioningFailed",
