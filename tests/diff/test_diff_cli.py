@@ -355,7 +355,7 @@ def test_a_render_failing_on_one_side_is_a_change(commit: Commit) -> None:
     assert code == 1
     assert "ci/default-values.yaml: changed  [expected identical: FAIL]" in out
     assert (
-        "working-tree render fails: chart: render failed: parse error at (demo/templates/broken.yaml:1)"
+        'working-tree render fails: chart/templates/broken.yaml:1: render failed: function "nosuchfunc" not defined'
         in out
     )
     assert "/tmp/" not in out and "helmsim-diff-" not in out
