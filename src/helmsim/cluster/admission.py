@@ -12,6 +12,8 @@ text a user sees. In order:
    in a terminating one → Forbidden.
 3. **Defaulting and DefaultStorageClass** (plugin/pkg/admission/storage/storageclass/setdefault):
    a claim with no ``storageClassName`` (nil, not ``""``) gets the default class, if any.
+4. **ServiceAccount and Priority** on Pods (:mod:`helmsim.cluster.podadmission`): a missing
+   ServiceAccount or PriorityClass refuses the pod with Forbidden.
 
 The lead calls it from the store's create path: ``obj = admit(sim, obj)`` before
 ``store.create`` (and before an ``apply`` that creates). It never writes to the store.
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.crd import CRD, crd_names, served_group_versions, served_kinds
 from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
+from helmsim.cluster.podadmission import admit_pod
 from helmsim.cluster.profile import guess_plural
 from helmsim.cluster.store import ApiError, clone
 from helmsim.manifests import CLUSTER_SCOPED_KINDS
@@ -150,6 +153,8 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         out.setdefault("status", {}).setdefault("phase", "Pending")
     elif kind == CRD and api_version.startswith("apiextensions.k8s.io/"):
         _validate_crd(out)
+    elif kind == "Pod" and api_version == "v1":
+        admit_pod(sim, out)
     return out
 
 

@@ -9,6 +9,7 @@ from helmsim.cluster.admission import admit
 from helmsim.cluster.controllers.crd import install_crds
 from helmsim.cluster.controllers.kubelet import Kubelet
 from helmsim.cluster.controllers.scheduler import Scheduler
+from helmsim.cluster.controllers.serviceaccounts import ServiceAccountsController, seed_priority_classes
 from helmsim.cluster.controllers.service import install_service_controllers, seed_cluster
 from helmsim.cluster.controllers.storage import install_storage
 from helmsim.cluster.controllers.workloads import install_workload_controllers
@@ -46,6 +47,8 @@ def build_cluster(
     for policy in profile.cluster_policies:
         sim.store.create(policy, actor="cluster-bootstrap")
     install_storage(sim)
+    seed_priority_classes(sim)
+    ServiceAccountsController(sim)
     install_crds(sim)
     install_service_controllers(sim)
     install_workload_controllers(sim)

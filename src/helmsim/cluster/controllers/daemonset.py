@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.workloads import (
+    CONTROLLER_RETRY,
     KeyedQueue,
     delete_owned_pod,
     controller_ref,
@@ -36,7 +37,7 @@ from helmsim.cluster.controllers.workloads import (
 )
 from helmsim.cluster.engine import Controller
 from helmsim.cluster.selectors import matches_selector
-from helmsim.cluster.store import ref_of
+from helmsim.cluster.store import ApiError, ref_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -109,6 +110,7 @@ class DaemonSetController(Controller):
         super().__init__(sim)
         self.queue = KeyedQueue(sim, self._sync)
         self._created: dict[str, int] = {}
+        self._failed: set[Key] = set()
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
         sync = self.sim.latency("controller_sync")
@@ -172,6 +174,16 @@ class DaemonSetController(Controller):
         return True
 
     def _sync(self, key: Key, cause: int | None) -> None:
+        """daemon_controller.go processNextWorkItem: a sync whose pod creation failed is re-queued
+        rate-limited (the default controller rate limiter); a clean one is forgotten."""
+        self._failed.discard(key)
+        self._sync_set(key, cause)
+        if key in self._failed:
+            self.queue.add_rate_limited(key, CONTROLLER_RETRY, cause)
+        else:
+            self.queue.forget(key)
+
+    def _sync_set(self, key: Key, cause: int | None) -> None:
         ds = self.store.get("DaemonSet", *key)
         if ds is None or ds["metadata"].get("deletionTimestamp"):
             return
@@ -292,7 +304,15 @@ class DaemonSetController(Controller):
             if t not in tolerations:
                 tolerations.append(dict(t))
         pspec["tolerations"] = tolerations
-        created = self.store.create(pod, actor=ACTOR, cause=cause)
+        try:
+            created = self.store.create(pod, actor=ACTOR, cause=cause)
+        except ApiError as err:
+            # controller_utils.go RealPodControl.createPods: FailedCreate "Error creating: <err>"
+            self.store.record_event(
+                ds, "Warning", "FailedCreate", f"Error creating: {err.message}", source=ACTOR, cause=cause
+            )
+            self._failed.add((meta.get("namespace") or "", meta["name"]))
+            return
         self.store.record_event(
             ds,
             "Normal",

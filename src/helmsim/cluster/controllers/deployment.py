@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.workloads import (
+    CONTROLLER_RETRY,
     KeyedQueue,
     available_at,
     controller_ref,
@@ -155,6 +156,12 @@ class ReplicaSetController(Controller):
                 )
         rs = self.store.get("ReplicaSet", *key) or rs
         self._update_status(rs, error, min_ready, cause)
+        # replica_set.go processNextWorkItem: a failed sync is re-queued rate-limited, a good one
+        # forgotten.
+        if error is not None:
+            self.queue.add_rate_limited(key, CONTROLLER_RETRY, cause)
+        else:
+            self.queue.forget(key)
 
     def _create(self, rs: dict[str, Any], count: int, cause: int | None) -> tuple[str, str] | None:
         """replica_set.go manageReplicas: slow-start batches (1, 2, 4 …), stop at the first error."""

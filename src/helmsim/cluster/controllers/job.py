@@ -42,7 +42,7 @@ from helmsim.cluster.controllers.workloads import (
     trigger_cause,
 )
 from helmsim.cluster.engine import EPOCH, Controller
-from helmsim.cluster.store import clone, ref_of
+from helmsim.cluster.store import ApiError, clone, ref_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -56,6 +56,9 @@ JOB_CONTROLLER_NAME = "kubernetes.io/job-controller"
 BACKOFF_LIMIT_EXCEEDED = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE_EXCEEDED = ("DeadlineExceeded", "Job was active longer than specified deadline")
 COMPLETIONS_REACHED = ("CompletionsReached", "Reached expected number of succeeded pods")
+# job_controller.go DefaultJobApiBackOff = 1 s, MaxJobApiBackOff = 1 min: the rate limiter of the
+# Job queue, used when a sync fails (e.g. the API server refuses a pod).
+JOB_API_BACKOFF = (1.0, 60.0)
 
 Key = tuple[str, str]
 
@@ -140,6 +143,7 @@ class JobController(Controller):
         self.queue = KeyedQueue(sim, self._sync)
         self._generation: dict[Key, int] = {}
         self._state: dict[str, _JobState] = {}
+        self._failed: set[Key] = set()
 
     # --- event handlers ---------------------------------------------------------------------------
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
@@ -184,6 +188,17 @@ class JobController(Controller):
 
     # --- syncJob ------------------------------------------------------------------------------------
     def _sync(self, key: Key, cause: int | None) -> None:
+        """job_controller.go processNextWorkItem: a syncJob that failed (a pod the API server
+        refused) is re-queued with the Job API back-off, 1 s doubling to 60 s
+        (DefaultJobApiBackOff, MaxJobApiBackOff); a clean one is forgotten."""
+        self._failed.discard(key)
+        self._sync_job(key, cause)
+        if key in self._failed:
+            self.queue.add_rate_limited(key, JOB_API_BACKOFF, cause)
+        else:
+            self.queue.forget(key)
+
+    def _sync_job(self, key: Key, cause: int | None) -> None:
         ns, name = key
         job = self.store.get("Job", ns, name)
         if job is None:
@@ -422,11 +437,14 @@ class JobController(Controller):
             self.queue.add_after(key, max(remaining, self.batch_period), cause)
             return active, terminating, ready
         for _ in range(min(diff, jobmath.MAX_POD_CREATE_DELETE_PER_SYNC)):
-            self._create_pod(job, st, cause)
+            if not self._create_pod(job, st, cause):
+                self._failed.add(key)  # manageJob returns the creation error
+                break
             active += 1
         return active, terminating, ready
 
-    def _create_pod(self, job: dict[str, Any], st: _JobState, cause: int | None) -> None:
+    def _create_pod(self, job: dict[str, Any], st: _JobState, cause: int | None) -> bool:
+        """Create one pod; False (with the FailedCreate event) when the API server refuses it."""
         meta = job["metadata"]
         template = (job.get("spec") or {}).get("template") or {}
         st.created += 1
@@ -441,7 +459,14 @@ class JobController(Controller):
             "job-name": meta["name"],
         }
         pod = pod_from_template(job, template, name, generate_base=base, labels=labels)
-        created = self.store.create(pod, actor=ACTOR, cause=cause)
+        try:
+            created = self.store.create(pod, actor=ACTOR, cause=cause)
+        except ApiError as err:
+            # pkg/controller/controller_utils.go RealPodControl.createPods: FailedCreate event
+            self.store.record_event(
+                job, "Warning", "FailedCreate", f"Error creating: {err.message}", source=ACTOR, cause=cause
+            )
+            return False
         # pkg/controller/controller_utils.go RealPodControl.createPods: SuccessfulCreate event
         self.store.record_event(
             job,
@@ -451,6 +476,7 @@ class JobController(Controller):
             source=ACTOR,
             cause=trigger_cause(self.sim, created),
         )
+        return True
 
     def _delete_pods(
         self, job: dict[str, Any], pods: list[dict[str, Any]], cause: int | None

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.workloads import (
+    CONTROLLER_RETRY,
     KeyedQueue,
     delete_owned_pod,
     enqueue_owner,
@@ -76,11 +77,22 @@ class StatefulSetController(Controller):
     def __init__(self, sim: Simulation) -> None:
         super().__init__(sim)
         self.queue = KeyedQueue(sim, self._sync)
+        self._failed: set[Key] = set()
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
         enqueue_owner(self.sim, self.queue, "StatefulSet", event, obj)
 
     def _sync(self, key: Key, cause: int | None) -> None:
+        """stateful_set.go processNextWorkItem: a sync whose create failed is re-queued
+        rate-limited (the default controller rate limiter); a clean one is forgotten."""
+        self._failed.discard(key)
+        self._sync_set(key, cause)
+        if key in self._failed:
+            self.queue.add_rate_limited(key, CONTROLLER_RETRY, cause)
+        else:
+            self.queue.forget(key)
+
+    def _sync_set(self, key: Key, cause: int | None) -> None:
         sts = self.store.get("StatefulSet", *key)
         if sts is None or sts["metadata"].get("deletionTimestamp"):
             return
@@ -239,6 +251,7 @@ class StatefulSetController(Controller):
                     source=ACTOR,
                     cause=cause,
                 )
+                self._failed.add((ns, name))
                 return
             # stateful_pod_control.go recordClaimEvent
             self.store.record_event(
@@ -254,6 +267,7 @@ class StatefulSetController(Controller):
         try:
             created = self.store.create(pod, actor=ACTOR, cause=cause)
         except ApiError as err:
+            # stateful_pod_control.go recordPodEvent: "%s Pod %s in StatefulSet %s failed error: %s"
             self.store.record_event(
                 sts,
                 "Warning",
@@ -262,6 +276,7 @@ class StatefulSetController(Controller):
                 source=ACTOR,
                 cause=cause,
             )
+            self._failed.add((ns, name))
             return
         # stateful_pod_control.go recordPodEvent
         self.store.record_event(

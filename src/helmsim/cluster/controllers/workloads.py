@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 # k8s.io/apiserver pkg/storage/names/generate.go: maxGeneratedNameLength = 63 - 5
 _MAX_GENERATE_NAME = 58
+# k8s.io/client-go util/workqueue/default_rate_limiters.go DefaultTypedControllerRateLimiter: a key
+# whose sync failed is retried after 5 ms, doubling per failure up to 1000 s (the ReplicaSet,
+# StatefulSet, DaemonSet and Deployment controllers' queues).
+CONTROLLER_RETRY = (0.005, 1000.0)
 
 
 class KeyedQueue:
@@ -36,6 +40,7 @@ class KeyedQueue:
         self._fn = fn
         self._due: dict[Any, float] = {}
         self._cause: dict[Any, int | None] = {}
+        self._failures: dict[Any, int] = {}
 
     def add_after(self, key: Any, delay: float, cause: int | None = None) -> None:
         """Run ``fn(key, cause)`` ``delay`` seconds from now unless it already runs sooner."""
@@ -47,6 +52,27 @@ class KeyedQueue:
             return
         self._due[key] = due
         self._sim.after(due - self._sim.now, self._fire, key, due)
+
+    def add_rate_limited(
+        self, key: Any, limits: tuple[float, float], cause: int | None = None
+    ) -> float:
+        """Retry ``key`` after its sync failed: ItemExponentialFailureRateLimiter.When, i.e.
+        ``base · 2^failures`` capped (client-go util/workqueue/default_rate_limiters.go).
+        Returns the delay."""
+        base, cap = limits
+        n = self._failures.get(key, 0)
+        self._failures[key] = n + 1
+        delay = min(base * 2.0 ** min(n, 64), cap)
+        self.add_after(key, delay, cause)
+        return delay
+
+    def forget(self, key: Any) -> None:
+        """The sync succeeded: the next failure starts from the base delay again (Forget)."""
+        self._failures.pop(key, None)
+
+    def failures(self, key: Any) -> int:
+        """How many syncs of ``key`` failed in a row (NumRequeues)."""
+        return self._failures.get(key, 0)
 
     def pending(self, key: Any) -> float | None:
         """When ``key`` will next be synced, if it is queued."""
