@@ -58,7 +58,7 @@ def parse_quantity(value: object) -> Decimal:
         raise ValueError(FORMAT_ERROR) from None
     if suffix in _BINARY:
         return base * _BINARY[suffix]
-    if suffix[:1] in ("e", "E"):
+    if len(suffix) > 1 and suffix[0] in "eE":
         exp = int(suffix[1:])
         if abs(exp) > _MAX_EXPONENT:
             raise ValueError(f"quantity exponent {exp} is out of range (|exponent| <= {_MAX_EXPONENT})")
