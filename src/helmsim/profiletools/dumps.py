@@ -153,7 +153,11 @@ def add_text(dump: Dump, text: str, source: str) -> None:
                 items = []
             if not isinstance(items, list):
                 raise InputError("items of a List is not a list", file=source, line=doc.line)
+            # An API list response (kubectl get --raw) names the kind on the list only.
+            item_kind = kind[: -len("List")] if kind != "List" else ""
             for i, item in enumerate(items):
+                if item_kind and isinstance(item, Mapping) and "kind" not in item:
+                    item = {"kind": item_kind, "apiVersion": value.get("apiVersion"), **item}
                 _add(dump, item, source, doc.line, f"items[{i}]")
         else:
             _add(dump, value, source, doc.line, "")
