@@ -36,6 +36,9 @@ _KINDS = ["Node", "StorageClass", "CSIDriver", "CustomResourceDefinition", "APIS
           "CiliumClusterwideNetworkPolicy", "NetworkPolicy", "Secret"]
 
 
+_KIND = read_dumps([DATA / "kind"])
+
+
 @st.composite
 def _objects(draw: st.DrawFn) -> dict[str, Any]:
     obj: dict[str, Any] = draw(st.dictionaries(st.sampled_from(["spec", "status", "data", "provisioner",
@@ -64,13 +67,13 @@ def test_any_text_is_objects_or_one_input_error(text: str) -> None:
         assert str(err).startswith("dump.yaml") and "\n" not in str(err).strip()
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_objects(), max_size=8), st.booleans())
 def test_any_objects_import_to_a_valid_profile_or_one_input_error(
     objects: list[dict[str, Any]], as_json: bool
 ) -> None:
     """Random objects next to a real kind dump: the importer never crashes."""
-    dump = read_dumps([DATA / "kind"])
+    dump = Dump(list(_KIND.objects), _KIND.server_version, _KIND.version_source)
     doc = {"apiVersion": "v1", "kind": "List", "items": objects}
     text = json.dumps(doc) if as_json else yaml.safe_dump(doc)
     try:
