@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import yaml
-from conftest import DATA
+from profiletools_helpers import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DATA, runner, simulate_json, without_profile_name
+from profiletools_helpers import DATA, runner, simulate_json, without_profile_name
 
 from helmsim.cli import app
 from helmsim.cluster.profile import load_profile

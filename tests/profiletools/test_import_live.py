@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DATA, runner
+from profiletools_helpers import DATA, runner
 
 from helmsim.cli import app
 from helmsim.cluster.profile import load_profile
@@ -102,7 +102,7 @@ def test_live_import_reads_only_with_get_and_never_a_secret(
 def test_live_profile_simulates_seed2_like_kind(
     tmp_path: Path, apiserver: tuple[str, list[tuple[str, str, str]]]
 ) -> None:
-    from conftest import simulate_json, without_profile_name
+    from profiletools_helpers import simulate_json, without_profile_name
 
     server, _ = apiserver
     out = tmp_path / "live.yaml"

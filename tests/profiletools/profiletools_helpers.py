@@ -1,4 +1,5 @@
-"""Shared paths and helpers for the profile import / calibrate / diff tests."""
+"""Shared paths and helpers for the profile import / calibrate / diff tests (a unique module name:
+pytest puts every test directory on sys.path)."""
 
 from __future__ import annotations
 
