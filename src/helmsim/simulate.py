@@ -15,6 +15,7 @@ from helmsim import render, yamlio
 from helmsim.cluster.cluster import build_cluster
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.profile import ClusterProfile
+from helmsim.cluster.running import assumed_behaviours
 from helmsim.cluster.trace import Trace
 from helmsim.errors import InputError
 from helmsim.flux.helmrelease import HelmRelease
@@ -310,6 +311,7 @@ def simulate(
         sim.process(reconciler.run())
     _run_until_settled(sim, releases, states, upgrade_start + horizon)
     outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]
+    notes += assumed_behaviours(sim.trace)
     objects = _object_statuses(sim, rendered.values())
     return SimulationResult(profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes, sim)
 

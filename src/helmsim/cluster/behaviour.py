@@ -125,6 +125,81 @@ class WaitLoop:
     interval: float = DEFAULT_WAIT_INTERVAL
     probe_timeout: float = DEFAULT_CONNECT_TIMEOUT
     bound: float | None = None  # `timeout N sh -c '…'`: exit 124 after N seconds
+    exit_code: int = TIMEOUT_EXIT_CODE
+    """The exit code when ``bound`` expires (124 for coreutils timeout, 1 for wait-for-port)."""
+    resolve_once: bool = False
+    """A name that does not resolve on the first probe ends the run at once with exit 1
+    (wait-for-port validates its host before polling)."""
+    gave_up: str = ""
+    """The program's words when ``bound`` expires (logged as a container log line)."""
+
+
+CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A condition of the cluster a program verifies through the API server, each attempt.
+
+    ``api``: ``target`` = ``group/version/Kind`` is served (REST mapping). ``webhook``:
+    ``target`` = ``resource.group``: the admission webhooks intercepting its CREATE have a
+    Service with ready endpoints. ``object``: ``target`` = ``Kind/namespace/name`` (or
+    ``Kind//name`` cluster-scoped) exists. ``condition``: the objects ``target`` names (or
+    ``selector`` selects in ``Kind/namespace/``) have condition ``condition`` with
+    ``status``. ``rollout``: ``target`` is rolled out (kstatus Current). ``deleted``: ``target``
+    is gone. ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
+    ``not-ready``, ``not-found``, ``none``) to the program's words; ``{name}``, ``{kind}`` and
+    ``{resource}`` are filled in.
+    """
+
+    kind: CheckKind
+    target: str
+    selector: str = ""
+    condition: str = ""
+    status: str = "True"
+    errors: tuple[tuple[str, str], ...] = ()
+
+    def error(self, reason: str, default: str) -> str:
+        """The program's words for ``reason``, else ``default``."""
+        return next((text for key, text in self.errors if key == reason), default)
+
+    def __str__(self) -> str:
+        if self.kind == "api":
+            return f"the {self.target} API served"
+        if self.kind == "webhook":
+            return f"the admission webhooks for {self.target} ready"
+        if self.kind == "object":
+            return f"{self.target.replace('//', '/')} present"
+        if self.kind == "condition":
+            what = f"{self.target}{'?' + self.selector if self.selector else ''}"
+            return f"{what} {self.condition}={self.status}"
+        if self.kind == "rollout":
+            return f"{self.target} rolled out"
+        return f"{self.target} deleted"
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A program that tries its needs and checks again every ``interval`` while they fail.
+
+    ``bound`` ``None`` tries forever; 0 is a single attempt (which fails like a program that
+    does not retry); otherwise it gives up with ``exit_code``, exactly at ``bound`` when
+    ``hard`` (a context deadline) or after the first failed attempt that ends past it (soft,
+    ``time.Since(start) > wait``).
+    """
+
+    interval: float
+    bound: float | None = None
+    exit_code: int = 1
+    hard: bool = False
+    factor: float = 1.0
+    """Each wait is ``factor`` times the previous one (exponential back-off)."""
+    attempts: int | None = None
+    """At most this many attempts; then it gives up with ``exit_code``."""
+    needs: bool = True
+    """A failing connection is retried too; ``False``: it ends the run at once."""
+    give_up_error: str = ""
+    """What it reports when it gives up (default: the last failure)."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +221,27 @@ class ContainerModel:
     wait: WaitLoop | None = None
     applies: tuple[Mapping[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+    image: str = ""
+    checks: tuple[Check, ...] = ()
+    """Conditions of the cluster it verifies after connecting (a catalog entry's checks)."""
+    retry: Retry | None = None
+    """How it retries failing needs and checks; ``None``: the first failure ends the run."""
+    fail_exit_code: int = 1
+    """The exit code of a run ended by a failing need or check (without retry)."""
+    probes_after_needs: bool = True
+    """Readiness and startup probes answer only once its needs and checks passed (a process
+    that is still connecting serves nothing); ``False``: from the start."""
+    creates: tuple[Mapping[str, Any], ...] = ()
+    """Objects it creates (when absent) as the pod's ServiceAccount after its needs pass."""
+    entry: str = ""
+    """The catalog entry that described it (``name (origin)``), if any."""
+    known: bool = False
+    """Whether its behaviour is known (a catalog entry, a recognised command, an annotation or
+    an override) rather than assumed."""
+    log_ready: str = ""
+    log_failed: str = ""
+    """Log lines on success and on failure (``{error}``: what failed)."""
+    log_waiting: str = ""
 
 
 @dataclass(frozen=True)
@@ -249,6 +345,9 @@ class BehaviourContext:
     kube_dns_ip: str = "10.96.0.10"
     cluster_domain: str = "cluster.local"
     overrides: Sequence[BehaviourOverride] = ()
+    catalog: Sequence[Any] | None = None
+    """Catalog entries (:class:`helmsim.cluster.catalog.CompiledEntry`), the user's first;
+    ``None``: the built-in catalog."""
 
 
 # --- the model ------------------------------------------------------------------------------------
@@ -267,42 +366,25 @@ def model_pod(pod: Mapping[str, Any], ctx: BehaviourContext) -> PodModel:
     completes, run_note = _runs_to_completion(pod)
     ann = _annotations(annotations, namespace, where)
 
+    entries = ctx.catalog if ctx.catalog is not None else _builtin_entries()
     out: dict[str, ContainerModel] = {}
     for c in spec.get("initContainers") or ():
-        model = _init_container(c, pod, ctx, namespace)
+        model = _container(c, pod, ctx, namespace, entries, init=True)
         out[model.name] = _apply_overrides(model, pod, ctx.overrides, namespace)
     for c in spec.get("containers") or ():
-        name = str(c.get("name", ""))
-        notes: list[str] = []
-        needs: list[Need] = []
-        if rbac_note:
-            needs.append(Need("kube-apiserver"))
-            notes.append(rbac_note)
-        needs.extend(granted)
-        notes.extend(grant_notes)
-        applies, apply_notes = _applies(c, pod, ctx, namespace)
-        notes.extend(apply_notes)
-        if applies:
-            needs.insert(0, Need("kube-apiserver"))
-        wait, wait_note = parse_wait_loop(script_of(c), namespace, ctx.cluster_domain)
-        if wait is not None:
-            notes.insert(0, wait_note)
-        needs = _with_dns(_dedupe(needs), notes)
-        if not needs and ann.needs is None:
-            notes.append("needs nothing on the network (no policy grants egress, no RBAC binding)")
-        run_seconds: float | None = DEFAULT_RUN_SECONDS if completes else None
-        notes.append(run_note)
-        model = ContainerModel(
-            name=name,
+        model = _container(
+            c,
+            pod,
+            ctx,
+            namespace,
+            entries,
             init=False,
-            needs=tuple(needs),
-            run_seconds=run_seconds,
-            wait=wait,
-            applies=tuple(applies),
-            notes=tuple(notes),
+            inferred=(rbac_note, granted, grant_notes),
+            completes=(completes, run_note),
+            explicit_needs=ann.needs is not None,
         )
         model = _apply_annotations(model, ann)
-        out[name] = _apply_overrides(model, pod, ctx.overrides, namespace)
+        out[model.name] = _apply_overrides(model, pod, ctx.overrides, namespace)
     return PodModel(out)
 
 
@@ -861,29 +943,101 @@ def _host_need(host: str, port: int, namespace: str, domain: str) -> Need:
     return Need("cidr", f"{host}/{32 if ':' not in host else 128}", port)
 
 
-def _init_container(
-    c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
+def _builtin_entries() -> Sequence[Any]:
+    from helmsim.cluster.catalog import builtin_catalog
+
+    return builtin_catalog()
+
+
+def _container(
+    c: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    ctx: BehaviourContext,
+    namespace: str,
+    entries: Sequence[Any],
+    *,
+    init: bool,
+    inferred: tuple[str | None, Sequence[Need], Sequence[str]] = (None, (), ()),
+    completes: tuple[bool, str] = (True, ""),
+    explicit_needs: bool = False,
 ) -> ContainerModel:
+    """One container's model: the first catalog entry that matches it (an image entry describes
+    the whole program, a command entry what its script waits for), else inference."""
+    from helmsim.cluster.programs import container_view, match_program
+
     name = str(c.get("name", ""))
-    script = script_of(c)
-    wait, sentence = parse_wait_loop(script, namespace, ctx.cluster_domain)
-    applies, apply_notes = _applies(c, pod, ctx, namespace)
-    notes = list(apply_notes)
-    needs: list[Need] = [Need("kube-apiserver")] if applies else []
-    if wait is not None:
-        notes.insert(0, sentence)
-    elif not applies:
-        notes.append(
-            f"runs {DEFAULT_RUN_SECONDS:g} s then exits 0 (assumption for init containers)"
-        )
+    view = container_view(c, pod)
+    program, notes = match_program(view, namespace, entries, ctx.cluster_domain)
+    apply_entry = next(
+        (e for e in entries if e.spec.command == "kubectl-apply" and e.matches(view.image, view.argv, view.script)),
+        None,
+    )
+    applies, apply_notes = _applies(c, pod, ctx, namespace) if apply_entry is not None else ([], [])
+    if applies and apply_entry is not None:
+        apply_notes.insert(0, f"recognised by catalog entry {apply_entry.name} ({apply_entry.origin})")
+    rbac_note, granted, grant_notes = inferred
+    does_complete, run_note = completes
+    needs: list[Need] = []
+    described = program is not None and program.replaces_inference and program.needs is not None
+    if not described:
+        if rbac_note:
+            needs.append(Need("kube-apiserver"))
+            notes.append(rbac_note)
+        needs.extend(granted)
+        notes.extend(grant_notes)
+    if program is not None:
+        notes[:0] = program.notes
+        if program.needs is not None:
+            needs = [*program.needs, *needs]
+            if described:
+                notes.append(f"needs {', '.join(map(str, needs)) or 'nothing'} (catalog entry)")
+    notes.extend(apply_notes)
+    if applies or (program is not None and (program.checks or program.creates)):
+        needs.insert(0, Need("kube-apiserver"))
+    needs = _with_dns(_dedupe(needs), notes)
+    known = program is not None or bool(applies)
+    if init:
+        if program is not None and program.run_set:
+            run_seconds: float | None = program.run_seconds
+        elif known:
+            run_seconds = 0.0
+        else:
+            run_seconds = DEFAULT_RUN_SECONDS
+            notes.append(
+                f"runs {DEFAULT_RUN_SECONDS:g} s then exits 0 (assumption for init containers)"
+            )
+    else:
+        if not needs and not explicit_needs and program is None:
+            notes.append("needs nothing on the network (no policy grants egress, no RBAC binding)")
+        if program is not None and program.run_set:
+            run_seconds = program.run_seconds
+            notes.append(
+                "runs until stopped (catalog entry)"
+                if run_seconds is None
+                else f"runs {run_seconds:g} s then exits 0 (catalog entry)"
+            )
+        else:
+            run_seconds = DEFAULT_RUN_SECONDS if does_complete else None
+            notes.append(run_note)
     return ContainerModel(
         name=name,
-        init=True,
+        init=init,
         needs=tuple(needs),
-        run_seconds=0.0 if (wait or applies) else DEFAULT_RUN_SECONDS,
-        wait=wait,
+        run_seconds=run_seconds,
+        wait=program.wait if program is not None else None,
         applies=tuple(applies),
         notes=tuple(notes),
+        image=view.image,
+        checks=program.checks if program is not None else (),
+        retry=program.retry if program is not None else None,
+        fail_exit_code=program.fail_exit_code if program is not None else 1,
+        probes_after_needs=program.probes_after_needs if program is not None else True,
+        creates=program.creates if program is not None else (),
+        entry=program.entry if program is not None else "",
+        known=known,
+        log_ready=program.log_ready if program is not None else "",
+        log_failed=program.log_failed if program is not None else "",
+        log_waiting=program.log_waiting if program is not None else "",
     )
 
 

@@ -27,9 +27,10 @@ from helmsim.cluster.behaviour import (
     PodModel,
     model_pod,
 )
+from helmsim.cluster import running
 from helmsim.cluster.engine import Controller, Simulation
 from helmsim.cluster.netstate import network_state
-from helmsim.cluster.store import ApiError, ApiUnreachable, clone, ref_of
+from helmsim.cluster.store import ApiUnreachable, clone, ref_of
 
 SOURCE = "kubelet"
 # kubernetes pkg/kubelet/active_deadline.go: reason and message of an expired activeDeadlineSeconds.
@@ -237,6 +238,8 @@ class Kubelet(Controller):
         self.runtimes: dict[Key, PodRuntime] = {}
         self.images: dict[str, set[str]] = defaultdict(set)
         self._ips: dict[str, int] = {}
+        self.assumed_images: set[str] = set()
+        """Images whose behaviour the simulation assumed (said once each in the trace)."""
         self.lost: set[str] = set()
         """Nodes whose machine is gone (:meth:`node_lost`): nothing runs or reports there."""
 
@@ -335,6 +338,8 @@ class PodRuntime:
         self.model: PodModel | None = None
         self.backoff: dict[str, tuple[float, float]] = {}
         self.runs: dict[str, int] = defaultdict(int)
+        self.pending_probes: dict[str, tuple[int, float]] = {}
+        """Containers whose probes wait for the process to serve: name → (run, start)."""
         self.last_event: int | None = None
         found = self.sim.trace.find(what="scheduled", obj=self.ref)
         self.cause = found[-1].id if found else None
@@ -525,6 +530,7 @@ class PodRuntime:
             self.model = model_pod(pod, behaviour_context(self.sim, pod))
             for container, note in self.model.notes:
                 self.log("behaviour", f"{container}: {note}", cause, container=container)
+            running.note_assumptions(self, cause)
             deadline = self.spec.get("activeDeadlineSeconds")
             if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline > 0:
                 self.sim.process(self._deadline(float(deadline)))
@@ -598,7 +604,7 @@ class PodRuntime:
         st["started"] = not c.get("startupProbe")
         st["ready"] = False
         if not model.init:
-            self._schedule_readiness(c, st, run)
+            self._schedule_readiness(c, st, run, model)
         self.push(f"container {name} started", ev)
         code = yield from self._behave(model, run, ev)
         finished = self.sim.timestamp()
@@ -725,32 +731,18 @@ class PodRuntime:
             self.sim.now,
         )
 
-    def _schedule_readiness(self, c: Mapping[str, Any], st: dict[str, Any], run: int) -> None:
-        """Readiness after the probes' first success (docs/behaviour.md "Readiness")."""
-        start = self.sim.now
-        startup = c.get("startupProbe")
-        readiness = c.get("readinessProbe")
-        started_at = start
-        if startup:
-            started_at = (
-                start
-                + float(startup.get("initialDelaySeconds") or 0)
-                + float(startup.get("periodSeconds") or PROBE_PERIOD)
-            )
-        ready_at = started_at
-        if readiness:
-            period = float(readiness.get("periodSeconds") or PROBE_PERIOD)
-            first = (
-                start
-                + float(readiness.get("initialDelaySeconds") or 0)
-                + period * int(readiness.get("successThreshold") or 1)
-            )
-            ready_at = max(first, started_at + period) if startup else first
-        if startup:
-            self.sim.after(started_at - start, self._mark, st, run, "started")
-        self.sim.after(ready_at - start, self._mark, st, run, "ready")
+    def _schedule_readiness(
+        self, c: Mapping[str, Any], st: dict[str, Any], run: int, model: ContainerModel
+    ) -> None:
+        running.schedule_probes(self, c, st, run, model)
 
-    def _mark(self, st: dict[str, Any], run: int, field: str) -> None:
+    def now_serving(self, name: str, run: int) -> None:
+        """Container ``name``'s process serves from now (its needs and checks passed)."""
+        for c, st in zip(self.apps, self.app_status, strict=True):
+            if str(c.get("name")) == name:
+                running.now_serving(self, c, st, run)
+
+    def mark(self, st: dict[str, Any], run: int, field: str) -> None:
         if self.stopped or self.runs[st["name"]] != run + 1 or "running" not in st["state"]:
             return
         st[field] = True
@@ -762,108 +754,7 @@ class PodRuntime:
 
     # --- behaviour -------------------------------------------------------------------------------
     def _behave(self, model: ContainerModel, run: int, cause: int) -> Generator[Any, Any, int]:
-        name = model.name
-        last: int | None = cause
-        if model.wait is not None:
-            code = yield from self._wait_loop(model, cause)
-            if code != 0:
-                return code
-        for need in model.needs:
-            res = yield from self.k.net.connect(
-                self.key, need, model.connect_timeout, cause=last, container=name
-            )
-            if not res.ok:
-                self.log(
-                    "container-log",
-                    f"{name}: Error: {res.error}",
-                    res.event,
-                    container=name,
-                    line=f"Error: {res.error}",
-                )
-                return 1
-            last = res.event
-        if model.applies:
-            sa = self.spec.get("serviceAccountName") or self.spec.get("serviceAccount") or "default"
-            actor = f"system:serviceaccount:{self.key[0]}:{sa}"
-            for obj in model.applies:
-                try:
-                    live, created = self.store.apply(obj, actor=actor, cause=last)
-                except ApiUnreachable:
-                    # kubernetes/kubectl pkg/cmd/util/helpers.go standardErrorMessage: a refused
-                    # connection is reported with the server's host:port.
-                    line = (
-                        f"The connection to the server {self.store.apiserver_ip()}:443 was refused - "
-                        "did you specify the right host or port?"
-                    )
-                    self.log("container-log", f"{name}: {line}", last, container=name, line=line)
-                    return 1
-                except ApiError as err:
-                    self.log(
-                        "container-log",
-                        f"{name}: Error from server ({err.reason}): {err.message}",
-                        last,
-                        container=name,
-                        line=err.message,
-                    )
-                    return 1
-                kind = str(obj.get("kind", "")).lower()
-                # kubectl apply prints "<kind>/<name> created|configured" per object.
-                line = f"{kind}/{live['metadata']['name']} {'created' if created else 'configured'}"
-                self.log("container-log", f"{name}: {line}", last, container=name, line=line)
-        if model.run_seconds is None:
-            yield self.sim.env.event()  # runs until stopped
-        elif model.run_seconds > 0:
-            yield self.sim.sleep(model.run_seconds)
-        faults = getattr(self.sim, "faults", None)
-        forced = (
-            faults.exit_code(self.store.get("Pod", *self.key) or {}, name, run) if faults else None
-        )
-        return int(forced) if forced is not None else model.exit_code
-
-    def _wait_loop(self, model: ContainerModel, cause: int) -> Generator[Any, Any, int]:
-        """Poll the wait loop's target until it answers or the ``timeout`` bound expires (124)."""
-        assert model.wait is not None
-        wait = model.wait
-        start = self.sim.now
-        end = start + wait.bound if wait.bound is not None else None
-        last: int | None = cause
-        logged = False
-        while True:
-            limit = (
-                wait.probe_timeout if end is None else min(wait.probe_timeout, end - self.sim.now)
-            )
-            res = yield from self.k.net.connect(
-                self.key, wait.target, limit, cause=last, container=model.name
-            )
-            if res.ok:
-                self.log(
-                    "container-log",
-                    f"{model.name}: {wait.target} reachable after {self.sim.now - start:g} s",
-                    res.event,
-                    container=model.name,
-                )
-                return 0
-            last = res.event
-            if not logged:
-                self.log(
-                    "container-log",
-                    f"{model.name}: waiting for {wait.target}: {res.error}",
-                    res.event,
-                    container=model.name,
-                    line=res.error,
-                )
-                logged = True
-            if end is not None and self.sim.now + wait.interval >= end:
-                if end > self.sim.now:
-                    yield self.sim.sleep(end - self.sim.now)
-                self.log(
-                    "container-log",
-                    f"{model.name}: gave up waiting for {wait.target} after {wait.bound:g} s",
-                    last,
-                    container=model.name,
-                )
-                return 124
-            yield self.sim.sleep(wait.interval)
+        return (yield from running.behave(self, model, run, cause))
 
     # --- stopping --------------------------------------------------------------------------------
     def _deadline(self, seconds: float) -> Generator[Any, Any, None]:

@@ -1,0 +1,598 @@
+"""Programs: what a matching catalog entry or a recognised command makes a container do (pure).
+
+:func:`container_view` reads a container as the kubelet starts it (command and args with
+``$(VAR)`` expanded from its environment, the shell script it runs). :func:`match_program`
+walks the catalog (the user's entries first, then the built-in ones) and returns the
+:class:`Program` of the first entry that matches: the needs, checks, retries, waits, objects
+and log lines the behaviour model (:mod:`helmsim.cluster.behaviour`) puts into the container's
+model. Entries naming a built-in ``command`` (``kubectl wait``, ``kubectl rollout status``,
+``wait-for-port``, shell wait loops) have their arguments parsed here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from helmsim.cluster.behaviour import (
+    DEFAULT_CONNECT_TIMEOUT,
+    Check,
+    Need,
+    Retry,
+    WaitLoop,
+    _host_need,
+    parse_need,
+    parse_wait_loop,
+    script_of,
+)
+from helmsim.cluster.catalog import CheckSpec, CompiledEntry, EntrySpec, Flag
+from helmsim.cluster.latency import parse_duration
+from helmsim.errors import InputError
+
+# kubernetes third_party/forked/golang/expansion/expand.go: $(VAR) in command and args is
+# replaced by the container's environment variable; $$ escapes; unknown references stay.
+_EXPAND = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_TEMPLATE = re.compile(r"\$\{([^}]+)\}")
+
+# kubectl wait's default --timeout (k8s.io/kubectl pkg/cmd/wait/wait.go: 30 s).
+KUBECTL_WAIT_TIMEOUT = 30.0
+# How often a simulated watch looks again (kubectl wait and rollout status watch; this is the
+# resolution of the simulation, not a client interval).
+WATCH_RESOLUTION = 1.0
+# bitnami/wait-for-port cmd.go: --timeout defaults to 30 s, polls every 500 ms, each dial has a
+# 60 s timeout bounded by the context.
+WAIT_FOR_PORT_TIMEOUT = 30.0
+WAIT_FOR_PORT_INTERVAL = 0.5
+WAIT_FOR_PORT_DIAL = 60.0
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    """A container as its process sees it: image, expanded argv, shell script, environment."""
+
+    name: str
+    image: str
+    argv: tuple[str, ...]
+    script: str
+    env: Mapping[str, str]
+
+
+def _env(c: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, str]:
+    """Literal values and the downward-API fields known before the pod runs."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    fields = {
+        "metadata.namespace": str(meta.get("namespace") or "default"),
+        "metadata.name": str(meta.get("name") or ""),
+        "spec.serviceAccountName": str(spec.get("serviceAccountName") or "default"),
+        "spec.nodeName": str(spec.get("nodeName") or ""),
+    }
+    out: dict[str, str] = {}
+    for item in c.get("env") or ():
+        if not isinstance(item, Mapping) or not item.get("name"):
+            continue
+        name = str(item["name"])
+        if "value" in item and item["value"] is not None:
+            out[name] = _expand(str(item["value"]), out)
+            continue
+        ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        if ref in fields:
+            out[name] = fields[str(ref)]
+    return out
+
+
+def _expand(text: str, env: Mapping[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        name = m.group(1)
+        return env.get(name, m.group(0))
+
+    return _EXPAND.sub(sub, text)
+
+
+def container_view(c: Mapping[str, Any], pod: Mapping[str, Any]) -> ContainerView:
+    """The container's image, command + args (``$(VAR)`` expanded) and shell script."""
+    env = _env(c, pod)
+    argv = tuple(_expand(str(a), env) for a in [*(c.get("command") or ()), *(c.get("args") or ())])
+    expanded = dict(c)
+    if c.get("command") is not None:
+        expanded["command"] = [_expand(str(a), env) for a in c.get("command") or ()]
+    if c.get("args") is not None:
+        expanded["args"] = [_expand(str(a), env) for a in c.get("args") or ()]
+    return ContainerView(
+        name=str(c.get("name", "")),
+        image=str(c.get("image") or ""),
+        argv=argv,
+        script=script_of(expanded),
+        env=env,
+    )
+
+
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value of ``--flag=v`` / ``--flag v`` (Go's flag and pflag syntax; last one wins)."""
+    names = {flag, "-" + flag.lstrip("-"), "--" + flag.lstrip("-")}
+    value: str | None = None
+    for i, arg in enumerate(argv):
+        name, eq, rest = arg.partition("=")
+        if name in names:
+            if eq:
+                value = rest
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                value = argv[i + 1]
+    return value
+
+
+def _seconds(text: str) -> float | None:
+    t = text.strip()
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)?", t):
+        return float(t)
+    try:
+        return parse_duration(t)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a matched entry contributes to a container's model."""
+
+    entry: str
+    """``name (origin)`` of the catalog entry."""
+    replaces_inference: bool
+    """An image entry describes the whole program; a command entry only the command."""
+    needs: tuple[Need, ...] | None = None
+    checks: tuple[Check, ...] = ()
+    retry: Retry | None = None
+    fail_exit_code: int = 1
+    wait: WaitLoop | None = None
+    run_seconds: float | None = None
+    run_set: bool = False
+    probes_after_needs: bool = True
+    creates: tuple[Mapping[str, Any], ...] = ()
+    log_ready: str = ""
+    log_failed: str = ""
+    log_waiting: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def match_program(
+    view: ContainerView,
+    namespace: str,
+    entries: Sequence[CompiledEntry],
+    cluster_domain: str = "cluster.local",
+) -> tuple[Program | None, list[str]]:
+    """The program of the first entry matching ``view`` (and notes on entries that matched but
+    whose arguments could not be read)."""
+    notes: list[str] = []
+    for entry in entries:
+        if not entry.matches(view.image, view.argv, view.script):
+            continue
+        label = f"{entry.name} ({entry.origin})"
+        spec = entry.spec
+        if spec.command is None:
+            return _image_program(spec, label, view, namespace), notes
+        found = _command_program(spec, label, view, namespace, cluster_domain)
+        if isinstance(found, Program):
+            return found, notes
+        if found:
+            notes.append(found)
+    return None, notes
+
+
+# --- image entries --------------------------------------------------------------------------------
+
+
+def _duration(value: float | Flag | None, view: ContainerView) -> float | None:
+    if value is None or isinstance(value, float | int):
+        return None if value is None else float(value)
+    raw = flag_value(view.argv, value.flag)
+    if raw is not None:
+        parsed = _seconds(raw)
+        if parsed is not None:
+            return parsed
+    return float(value.default)
+
+
+def _template(text: str, view: ContainerView, namespace: str) -> str | None:
+    """``${--flag}``, ``${namespace}``, ``${env.NAME}`` filled in; None when one is unknown."""
+    missing = False
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal missing
+        key = m.group(1).strip()
+        value: str | None
+        if key == "namespace":
+            value = namespace
+        elif key.startswith("env."):
+            value = view.env.get(key[4:])
+        elif key.startswith("-"):
+            value = flag_value(view.argv, key)
+        elif (m_arg := re.fullmatch(r"argv\[(-?[0-9]+)\]", key)) is not None:
+            index = int(m_arg.group(1))
+            value = view.argv[index] if -len(view.argv) <= index < len(view.argv) else None
+        else:
+            value = None
+        if value is None or "$(" in value:
+            missing = True
+            return m.group(0)
+        return value
+
+    out = _TEMPLATE.sub(sub, text)
+    return None if missing else out
+
+
+def _fill(obj: Any, view: ContainerView, namespace: str) -> Any:
+    if isinstance(obj, str):
+        return _template(obj, view, namespace)
+    if isinstance(obj, Mapping):
+        out = {}
+        for k, v in obj.items():
+            filled = _fill(v, view, namespace)
+            if filled is None and v is not None:
+                return None
+            out[k] = filled
+        return out
+    if isinstance(obj, list):
+        items = [_fill(v, view, namespace) for v in obj]
+        return None if any(i is None for i, v in zip(items, obj, strict=True) if v is not None) else items
+    return obj
+
+
+def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Check | None:
+    """The check, or None when its object cannot be named from the container's arguments."""
+    errors: list[tuple[str, str]] = []
+    if spec.error:
+        errors.append(("unmet", spec.error))
+    if spec.webhook_errors is not None:
+        for key, text in (
+            ("missing", spec.webhook_errors.missing),
+            ("no-service", spec.webhook_errors.no_service),
+            ("not-ready", spec.webhook_errors.not_ready),
+        ):
+            if text:
+                errors.append((key, text))
+    if spec.api is not None:
+        return Check("api", spec.api, errors=tuple(errors))
+    if spec.webhook is not None:
+        return Check("webhook", spec.webhook, errors=tuple(errors))
+    target = _template(str(spec.object), view, namespace)
+    if target is None:
+        return None
+    parts = target.split("/")
+    if len(parts) == 2:
+        target = f"{parts[0]}//{parts[1]}"
+    return Check("object", target, errors=tuple(errors))
+
+
+def _image_program(spec: EntrySpec, label: str, view: ContainerView, namespace: str) -> Program:
+    notes = [f"behaviour from catalog entry {label}: {spec.summary}"]
+    needs: tuple[Need, ...] | None = None
+    if spec.needs is not None:
+        found: list[Need] = []
+        for text in spec.needs:
+            filled = _template(text, view, namespace)
+            if filled is None:
+                notes.append(f"cannot tell what {text} means from the container's arguments: not needed")
+                continue
+            try:
+                found.append(parse_need(filled, namespace=namespace, where=f"catalog entry {spec.name}"))
+            except InputError:
+                notes.append(f"{filled!r} (from {text}) is not a target: not needed")
+        needs = tuple(found)
+    checks: list[Check] = []
+    for c in spec.checks:
+        if any(fnmatch.fnmatchcase(a, p) for a in view.argv for p in c.unless_args):
+            continue
+        compiled = _compile_check(c, view, namespace)
+        if compiled is None:
+            notes.append(
+                f"cannot tell which object check {c.object} means from the container's arguments: not checked"
+            )
+            continue
+        checks.append(compiled)
+    retry = None
+    if spec.retry is not None:
+        r = spec.retry
+        every = _duration(r.every, view) or 0.0
+        bound = None if r.for_ == "forever" else _duration(r.for_, view)
+        retry = Retry(
+            max(every, 0.1),
+            bound,
+            r.exit_code,
+            hard=r.deadline == "hard",
+            factor=r.factor,
+            attempts=r.attempts,
+            needs=r.on_need_failure == "retry",
+            give_up_error=r.give_up_error or "",
+        )
+    creates: list[Mapping[str, Any]] = []
+    for obj in spec.creates:
+        filled = _fill(obj, view, namespace)
+        if filled is None:
+            notes.append(
+                f"cannot tell the name of the {obj.get('kind')} it creates from the container's arguments: not created"
+            )
+            continue
+        filled.setdefault("metadata", {}).setdefault("namespace", namespace)
+        creates.append(filled)
+    run = spec.run
+    run_seconds = None if run in (None, "forever") else _duration(run, view)  # type: ignore[arg-type]
+    return Program(
+        entry=label,
+        replaces_inference=True,
+        needs=needs,
+        checks=tuple(checks),
+        retry=retry,
+        fail_exit_code=spec.exit_code,
+        run_seconds=run_seconds,
+        run_set=run is not None,
+        probes_after_needs=spec.probes == "after-needs",
+        creates=tuple(creates),
+        log_ready=spec.logs.ready or "",
+        log_failed=spec.logs.failed or "",
+        log_waiting=spec.logs.waiting or "",
+        notes=tuple(notes),
+    )
+
+
+# --- built-in commands ----------------------------------------------------------------------------
+
+# kubectl api-resources short names and plurals for the kinds kubectl wait/rollout target.
+_RESOURCES = {
+    "pod": "Pod", "pods": "Pod", "po": "Pod",
+    "deployment": "Deployment", "deployments": "Deployment", "deploy": "Deployment",
+    "deployment.apps": "Deployment", "deployments.apps": "Deployment",
+    "statefulset": "StatefulSet", "statefulsets": "StatefulSet", "sts": "StatefulSet",
+    "statefulset.apps": "StatefulSet", "statefulsets.apps": "StatefulSet",
+    "daemonset": "DaemonSet", "daemonsets": "DaemonSet", "ds": "DaemonSet",
+    "daemonset.apps": "DaemonSet", "daemonsets.apps": "DaemonSet",
+    "job": "Job", "jobs": "Job", "job.batch": "Job", "jobs.batch": "Job",
+    "persistentvolumeclaim": "PersistentVolumeClaim", "persistentvolumeclaims": "PersistentVolumeClaim",
+    "pvc": "PersistentVolumeClaim",
+    "customresourcedefinition": "CustomResourceDefinition",
+    "customresourcedefinitions": "CustomResourceDefinition", "crd": "CustomResourceDefinition",
+    "crds": "CustomResourceDefinition",
+    "customresourcedefinition.apiextensions.k8s.io": "CustomResourceDefinition",
+    "customresourcedefinitions.apiextensions.k8s.io": "CustomResourceDefinition",
+    "node": "Node", "nodes": "Node", "no": "Node",
+    "service": "Service", "services": "Service", "svc": "Service",
+    "namespace": "Namespace", "namespaces": "Namespace", "ns": "Namespace",
+}
+_CLUSTER = {"CustomResourceDefinition", "Node", "Namespace"}
+# The plural kubectl prints in "condition on <resource>/<name>" (the REST resource).
+_PLURAL = {
+    "Pod": "pods", "Deployment": "deployments.apps", "StatefulSet": "statefulsets.apps",
+    "DaemonSet": "daemonsets.apps", "Job": "jobs.batch", "PersistentVolumeClaim": "persistentvolumeclaims",
+    "CustomResourceDefinition": "customresourcedefinitions.apiextensions.k8s.io", "Node": "nodes",
+    "Service": "services", "Namespace": "namespaces",
+}
+
+
+def resource_plural(kind: str) -> str:
+    """The resource kubectl names in its messages (``pods``, ``deployments.apps``)."""
+    return _PLURAL.get(kind, kind.lower() + "s")
+
+
+def _kubectl_argv(script: str, verb: tuple[str, ...]) -> list[str] | None:
+    """The arguments of the first ``kubectl <verb…>`` command line in ``script``."""
+    for line in re.split(r"[;\n]|&&|\|\|", script):
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError:
+            tokens = line.split()
+        for i, tok in enumerate(tokens):
+            if tok.rsplit("/", 1)[-1] != "kubectl":
+                continue
+            rest = tokens[i + 1 :]
+            words = [t for t in rest if not t.startswith("-")]
+            if tuple(words[: len(verb)]) == verb:
+                out = list(rest)
+                for v in verb:
+                    out.remove(v)
+                return out
+    return None
+
+
+def _flag(args: Sequence[str], *names: str) -> str | None:
+    for name in names:
+        value = flag_value(args, name)
+        if value is not None:
+            return value
+    return None
+
+
+def _positional(args: Sequence[str], with_value: Sequence[str]) -> list[str]:
+    """Non-flag arguments, skipping the values of the flags in ``with_value`` (``-n ns``)."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a.startswith("-"):
+            if "=" not in a and a in with_value:
+                skip = True
+            continue
+        out.append(a)
+    return out
+
+
+_KUBECTL_VALUE_FLAGS = ("-n", "--namespace", "-l", "--selector", "--for", "--timeout", "--context",
+                        "--kubeconfig", "-f", "--filename", "--request-timeout", "-o", "--output")
+
+
+def _targets(args: Sequence[str], namespace: str) -> tuple[str, list[str], str] | str:
+    """``(kind, names, ns)`` of a kubectl resource argument list, or a sentence saying why not."""
+    pos = _positional(args, _KUBECTL_VALUE_FLAGS)
+    ns = _flag(args, "-n", "--namespace") or namespace
+    if not pos:
+        return "names no resource"
+    first = pos[0]
+    if "/" in first:
+        kinds = {_RESOURCES.get(p.split("/", 1)[0].lower()) for p in pos}
+        if None in kinds or len(kinds) != 1:
+            return f"targets {', '.join(pos)}"
+        kind = kinds.pop()
+        assert kind is not None
+        return kind, [p.split("/", 1)[1] for p in pos], ns
+    kind_or_none = _RESOURCES.get(first.lower())
+    if kind_or_none is None:
+        return f"targets resource {first}"
+    return kind_or_none, pos[1:], ns
+
+
+def _kubectl_wait(view: ContainerView, namespace: str) -> Program | str | None:
+    args = _kubectl_argv(view.script, ("wait",))
+    if args is None:
+        return None
+    found = _targets(args, namespace)
+    if isinstance(found, str):
+        return f"runs kubectl wait that {found}: not modelled"
+    kind, names, ns = found
+    selector = _flag(args, "-l", "--selector") or ""
+    cond = _flag(args, "--for") or ""
+    timeout_text = _flag(args, "--timeout")
+    timeout = KUBECTL_WAIT_TIMEOUT if timeout_text is None else _seconds(timeout_text)
+    if timeout is None:
+        return f"runs kubectl wait with --timeout={timeout_text}: not a duration, not modelled"
+    scope = "" if kind in _CLUSTER else ns
+    if cond == "delete":
+        checks = tuple(Check("deleted", f"{kind}/{scope}/{n}") for n in names)
+    elif cond.lower().startswith("condition="):
+        ctype, _, status = cond[len("condition=") :].partition("=")
+        checks = tuple(
+            Check("condition", f"{kind}/{scope}/{n}", condition=ctype, status=status or "True")
+            for n in names
+        ) or (Check("condition", f"{kind}/{scope}/", selector=selector, condition=ctype, status=status or "True"),)
+    else:
+        return f"runs kubectl wait --for={cond or '(none)'}: only condition= and delete are modelled"
+    if not names and not selector and "--all" not in args:
+        return "runs kubectl wait without a name, -l or --all: not modelled"
+    # k8s.io/kubectl pkg/cmd/wait/wait.go: a timeout of 0 checks once; negative waits a week.
+    bound: float | None = timeout if timeout >= 0 else None
+    what = f"{resource_plural(kind)}/{names[0]}" if names else f"{resource_plural(kind)} -l {selector or '(all)'}"
+    return Program(
+        entry="",
+        replaces_inference=False,
+        needs=(Need("kube-apiserver"),),
+        checks=checks,
+        retry=Retry(WATCH_RESOLUTION, bound, 1, hard=True),
+        fail_exit_code=1,
+        log_failed="error: {error}",
+        notes=(f"runs kubectl wait --for={cond} on {what} (timeout {timeout:g} s)",),
+    )
+
+
+def _kubectl_rollout(view: ContainerView, namespace: str) -> Program | str | None:
+    args = _kubectl_argv(view.script, ("rollout", "status"))
+    if args is None:
+        return None
+    found = _targets(args, namespace)
+    if isinstance(found, str):
+        return f"runs kubectl rollout status that {found}: not modelled"
+    kind, names, ns = found
+    if kind not in ("Deployment", "StatefulSet", "DaemonSet") or len(names) != 1:
+        return "runs kubectl rollout status on something other than one Deployment, StatefulSet or DaemonSet: not modelled"
+    timeout_text = _flag(args, "--timeout")
+    # k8s.io/kubectl pkg/cmd/rollout/rollout_status.go: --timeout defaults to 0, wait forever.
+    timeout = 0.0 if timeout_text is None else _seconds(timeout_text)
+    if timeout is None:
+        return f"runs kubectl rollout status with --timeout={timeout_text}: not a duration, not modelled"
+    res = kind.lower()
+    return Program(
+        entry="",
+        replaces_inference=False,
+        needs=(Need("kube-apiserver"),),
+        checks=(Check("rollout", f"{kind}/{ns}/{names[0]}"),),
+        retry=Retry(WATCH_RESOLUTION, timeout or None, 1, hard=True),
+        fail_exit_code=1,
+        log_ready=f'{res} "{names[0]}" successfully rolled out',
+        log_failed="error: {error}",
+        notes=(
+            f"runs kubectl rollout status {res}/{names[0]}"
+            + (f" (timeout {timeout:g} s)" if timeout else " (no timeout)"),
+        ),
+    )
+
+
+def _wait_for_port(view: ContainerView, namespace: str, domain: str) -> Program | str | None:
+    m = re.search(r"\bwait-for-port\b(?P<args>[^;&|\n]*)", view.script)
+    if m is None:
+        return None
+    try:
+        tokens = shlex.split(m.group("args").replace("\\\n", " "))
+    except ValueError:
+        tokens = m.group("args").split()
+    host = _flag(tokens, "--host", "-h") or ""
+    state = _flag(tokens, "--state", "-s") or "inuse"
+    timeout_text = _flag(tokens, "--timeout", "-t")
+    pos = _positional(tokens, ("--host", "-h", "--state", "-s", "--timeout", "-t"))
+    if state != "inuse":
+        return f"runs wait-for-port --state={state}: only inuse is modelled"
+    if not pos or not pos[-1].isdigit() or "$" in host or (timeout_text and not timeout_text.isdigit()):
+        return "runs wait-for-port with arguments from shell variables: not modelled"
+    timeout = float(timeout_text) if timeout_text else WAIT_FOR_PORT_TIMEOUT
+    port = int(pos[-1])
+    target = _host_need(host or "127.0.0.1", port, namespace, domain)
+    return Program(
+        entry="",
+        replaces_inference=False,
+        wait=WaitLoop(
+            target,
+            interval=WAIT_FOR_PORT_INTERVAL,
+            probe_timeout=WAIT_FOR_PORT_DIAL,
+            bound=timeout,
+            exit_code=1,
+            resolve_once=bool(host),
+            gave_up='timeout reached before the port went into state "inuse"',
+        ),
+        notes=(f"waits for {target} (wait-for-port, every 0.5 s, gives up after {timeout:g} s: exit 1)",),
+    )
+
+
+def _shell_wait(view: ContainerView, namespace: str, domain: str) -> Program | None:
+    wait, sentence = parse_wait_loop(view.script, namespace, domain)
+    if wait is None:
+        return None
+    return Program(entry="", replaces_inference=False, wait=wait, notes=(sentence,))
+
+
+def _command_program(
+    spec: EntrySpec, label: str, view: ContainerView, namespace: str, domain: str
+) -> Program | str | None:
+    found: Program | str | None
+    if spec.command == "kubectl-wait":
+        found = _kubectl_wait(view, namespace)
+    elif spec.command == "kubectl-rollout-status":
+        found = _kubectl_rollout(view, namespace)
+    elif spec.command == "wait-for-port":
+        found = _wait_for_port(view, namespace, domain)
+    elif spec.command == "shell-wait-loop":
+        found = _shell_wait(view, namespace, domain)
+    else:
+        return None  # kubectl-apply: the behaviour model parses it with the pod's ConfigMaps
+    if isinstance(found, Program):
+        return Program(
+            **{
+                **found.__dict__,
+                "entry": label,
+                "notes": (*found.notes, f"recognised by catalog entry {label}"),
+            }
+        )
+    return found
+
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "ContainerView",
+    "Program",
+    "container_view",
+    "flag_value",
+    "match_program",
+    "resource_plural",
+]

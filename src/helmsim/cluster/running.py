@@ -1,0 +1,591 @@
+"""What a running container does over simulated time: the kubelet's running-container path.
+
+:func:`behave` runs one container run of a :class:`~helmsim.cluster.behaviour.ContainerModel`
+inside the kubelet's process: its wait loop, its connections, its checks of the cluster (served
+APIs, ready webhooks, objects, conditions), retries with their bounds, the objects it creates or
+applies, and its run time; it returns the exit code. :func:`schedule_probes` decides when the
+container's readiness (and startup) probes first succeed: a process that is still connecting,
+or waiting for what it needs, serves nothing, so probes that target it fail
+(``Readiness probe failed: Get "http://10.244.0.10:8080/healthz": dial tcp 10.244.0.10:8080:
+connect: connection refused``) until :func:`behave` reports it serving.
+
+The trace says which need failed and why: ``need-failed`` (the run ended on it, with the
+container's exit code to come), ``program-waiting`` (a program that retries is still waiting,
+logged when the reason changes), ``container-log`` (what the program prints), ``probe-failed``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from helmsim.cluster.behaviour import Check, ContainerModel
+from helmsim.cluster.selectors import matches_map
+from helmsim.cluster.store import ApiError, ApiUnreachable
+
+if TYPE_CHECKING:
+    from helmsim.cluster.controllers.kubelet import PodRuntime
+    from helmsim.cluster.engine import Simulation
+
+# k8s.io/api core/v1/types.go Probe: periodSeconds defaults to 10, successThreshold and
+# failureThreshold to 1 and 3.
+PROBE_PERIOD = 10.0
+
+
+# --- the checks a program makes through the API server ------------------------------------------
+
+
+def _resource(kind: str) -> str:
+    from helmsim.cluster.programs import resource_plural
+
+    return resource_plural(kind)
+
+
+def _split(target: str) -> tuple[str, str | None, str]:
+    kind, ns, name = (target.split("/", 2) + ["", ""])[:3]
+    return kind, (ns or None), name
+
+
+def _ready_pod(pod: Mapping[str, Any]) -> bool:
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    conds = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def service_ready(sim: Simulation, namespace: str, name: str) -> str | None:
+    """``None`` when Service ``namespace/name`` has a ready endpoint, else ``missing``/``not-ready``."""
+    svc = sim.store.get("Service", namespace, name)
+    if svc is None:
+        return "missing"
+    selector = (svc.get("spec") or {}).get("selector") or {}
+    if not selector:
+        return None  # endpoints managed by someone else: not modelled, taken as reachable
+    for pod in sim.store.list("Pod", namespace):
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if matches_map(selector, labels) and _ready_pod(pod):
+            return None
+    return "not-ready"
+
+
+def _rule_covers(rule: Mapping[str, Any], group: str, resource: str) -> bool:
+    # k8s.io/api admissionregistration/v1 RuleWithOperations: operations, apiGroups, resources.
+    ops = rule.get("operations") or ()
+    groups = rule.get("apiGroups") or ()
+    resources = rule.get("resources") or ()
+    return (
+        ("CREATE" in ops or "*" in ops)
+        and (group in groups or "*" in groups)
+        and (resource in resources or "*" in resources or f"{resource}/*" in resources)
+    )
+
+
+def _webhooks(sim: Simulation, target: str) -> list[tuple[str, Mapping[str, Any]]]:
+    resource, _, group = target.partition(".")
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for cfg in sim.store.list(kind):
+            for hook in cfg.get("webhooks") or ():
+                if any(_rule_covers(r, group, resource) for r in hook.get("rules") or ()):
+                    found.append((str(hook.get("name") or cfg["metadata"]["name"]), hook))
+    return found
+
+
+def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, str, bool] | None:
+    """``None`` when ``check`` holds now, else ``(reason, the program's words, fatal)``.
+
+    A fatal failure ends the program at once whatever its retries (kubectl wait and rollout
+    status exit on NotFound).
+    """
+    if check.kind == "api":
+        from helmsim.cluster.admission import mapping_scope, no_kind_match_message
+
+        gv, _, kind = check.target.rpartition("/")
+        if mapping_scope(sim, gv, kind) is None:
+            return "unmet", check.error("unmet", no_kind_match_message(gv, kind)), False
+        return None
+    if check.kind == "webhook":
+        hooks = _webhooks(sim, check.target)
+        if not hooks:
+            return "missing", check.error("missing", f"no admission webhook intercepts creating {check.target}"), False
+        for name, hook in hooks:
+            ref = (hook.get("clientConfig") or {}).get("service")
+            if not ref:
+                continue  # a URL webhook: not modelled, taken as reachable
+            svc_ns, svc_name = str(ref.get("namespace") or "default"), str(ref.get("name") or "")
+            state = service_ready(sim, svc_ns, svc_name)
+            if state == "missing":
+                return "no-service", check.error(
+                    "no-service", f'failed calling webhook "{name}": service "{svc_name}" not found'
+                ), False
+            if state == "not-ready":
+                return "not-ready", check.error(
+                    "not-ready", f'failed calling webhook "{name}": connect: connection refused'
+                ), False
+        return None
+    kind, ns, name = _split(check.target)
+    fields = {"kind": kind, "resource": _resource(kind), "name": name, "namespace": ns or ""}
+    if check.kind == "object":
+        if sim.store.get(kind, ns, name) is None:
+            return "unmet", _subst(check.error("unmet", '{resource} "{name}" not found'), fields), False
+        return None
+    if check.kind == "deleted":
+        if sim.store.get(kind, ns, name) is not None:
+            return "unmet", _subst("error: timed out waiting for the condition on {resource}/{name}", fields), False
+        return None
+    if check.kind == "rollout":
+        obj = sim.store.get(kind, ns, name)
+        if obj is None:
+            return "not-found", _subst('Error from server (NotFound): {resource} "{name}" not found', fields), True
+        from helmsim.kstatus import compute
+
+        if compute(obj).status.value != "Current":
+            return "unmet", "error: timed out waiting for the condition", False
+        return None
+    # condition (kubectl wait --for=condition=…)
+    if name:
+        objs = [sim.store.get(kind, ns, name)]
+        if objs[0] is None:
+            return "not-found", _subst('Error from server (NotFound): {resource} "{name}" not found', fields), True
+    else:
+        sel = _parse_selector(check.selector)
+        objs = [o for o in sim.store.list(kind, ns) if matches_map(sel, (o.get("metadata") or {}).get("labels") or {})]
+        if not objs:
+            return "none", "error: no matching resources found", True
+    for obj in objs:
+        assert obj is not None
+        conds = (obj.get("status") or {}).get("conditions") or ()
+        # k8s.io/kubectl pkg/cmd/wait/condition.go: names and statuses compare case-insensitively.
+        if not any(
+            str(c.get("type", "")).lower() == check.condition.lower()
+            and str(c.get("status", "")).lower() == check.status.lower()
+            for c in conds
+        ):
+            return "unmet", _subst(
+                "error: timed out waiting for the condition on {resource}/{name}",
+                {**fields, "name": str(obj["metadata"]["name"])},
+            ), False
+    return None
+
+
+_PLACEHOLDER = re.compile(r"\{(kind|resource|name|namespace)\}")
+
+
+def _subst(text: str, fields: Mapping[str, str]) -> str:
+    """Fill ``{kind}``, ``{resource}``, ``{name}``, ``{namespace}``; other braces stay."""
+    return _PLACEHOLDER.sub(lambda m: fields[m.group(1)], text)
+
+
+def _parse_selector(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if sep and key.strip():
+            out[key.strip().rstrip("=")] = value.strip().lstrip("=")
+    return out
+
+
+# --- one run ----------------------------------------------------------------------------------------
+
+
+def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Generator[Any, Any, int]:
+    """One run of ``model`` in pod runtime ``rt``; returns the exit code."""
+    name = model.name
+    sim = rt.sim
+    last: int | None = cause
+    if model.wait is not None:
+        code = yield from wait_loop(rt, model, cause)
+        if code != 0:
+            return code
+    start = sim.now
+    retry = model.retry
+    pause = retry.interval if retry is not None else 0.0
+    attempt = 0
+    said: str | None = None
+    while True:
+        attempt += 1
+        began = sim.now
+        deadline = start + retry.bound if retry is not None and retry.hard and retry.bound else None
+        failure: tuple[str, str, int | None, bool, bool] | None = None  # need, error, event, network, fatal
+        for need in model.needs:
+            timeout = model.connect_timeout if deadline is None else max(0.0, min(model.connect_timeout, deadline - sim.now))
+            res = yield from rt.k.net.connect(rt.key, need, timeout, cause=last, container=name)
+            if not res.ok:
+                failure = (str(need), res.error, res.event, True, False)
+                break
+            last = res.event
+        if failure is None:
+            for check in model.checks:
+                found = evaluate_check(sim, check, rt.key[0])
+                if found is not None:
+                    failure = (str(check), found[1], last, False, found[2])
+                    break
+        if failure is None:
+            break
+        need, error, ev, network, fatal = failure
+        retries = (
+            retry is not None and retry.bound != 0 and not fatal and (retry.needs or not network)
+        )
+        code = model.fail_exit_code
+        if retries:
+            assert retry is not None
+            exhausted = (retry.attempts is not None and attempt >= retry.attempts) or (
+                retry.bound is not None
+                and (sim.now >= start + retry.bound if retry.hard else sim.now - start > retry.bound)
+            )
+            if not exhausted:
+                if error != said:
+                    said = error
+                    waiting = rt.log(
+                        "program-waiting",
+                        f"{name}: waiting for {need}: {error}",
+                        ev,
+                        container=name,
+                        need=need,
+                        error=error,
+                        attempt=attempt,
+                    )
+                    if model.log_waiting:
+                        line = model.log_waiting.replace("{error}", error)
+                        rt.log("container-log", f"{name}: {line}", waiting, container=name, line=line)
+                if retry.factor == 1.0:
+                    # wait.PollUntilContextCancel/Timeout (not sliding): attempts every interval.
+                    wake = began + pause
+                else:
+                    # wait.ExponentialBackoff: sleeps after each attempt, each sleep × Factor.
+                    wake = sim.now + pause
+                    pause *= retry.factor
+                if deadline is not None and wake >= deadline:
+                    if deadline > sim.now:
+                        yield sim.sleep(deadline - sim.now)
+                else:
+                    if wake > sim.now:
+                        yield sim.sleep(wake - sim.now)
+                    continue
+            error = retry.give_up_error or error
+            code = retry.exit_code
+        line = model.log_failed.replace("{error}", error) if model.log_failed else f"Error: {error}"
+        logged = rt.log("container-log", f"{name}: {line}", ev, container=name, line=line)
+        rt.log(
+            "need-failed",
+            f"{name}: {need} failed ({error}): the run ends with exit code {code}",
+            logged,
+            container=name,
+            need=need,
+            error=error,
+            exitCode=code,
+            network=network,
+            entry=model.entry,
+        )
+        return code
+    rt.now_serving(name, run)
+    if model.creates:
+        code = yield from _create(rt, model, last)
+        if code:
+            return code
+    if model.applies:
+        code = yield from _apply(rt, model, last)
+        if code:
+            return code
+    if model.log_ready:
+        rt.log("container-log", f"{name}: {model.log_ready}", last, container=name, line=model.log_ready)
+    if model.run_seconds is None:
+        yield sim.env.event()  # runs until stopped
+    elif model.run_seconds > 0:
+        yield sim.sleep(model.run_seconds)
+    faults = getattr(sim, "faults", None)
+    forced = faults.exit_code(rt.store.get("Pod", *rt.key) or {}, name, run) if faults else None
+    return int(forced) if forced is not None else model.exit_code
+
+
+def _actor(rt: PodRuntime) -> str:
+    sa = rt.spec.get("serviceAccountName") or rt.spec.get("serviceAccount") or "default"
+    return f"system:serviceaccount:{rt.key[0]}:{sa}"
+
+
+def _refused(rt: PodRuntime) -> str:
+    # kubernetes/kubectl pkg/cmd/util/helpers.go standardErrorMessage: a refused connection is
+    # reported with the server's host:port.
+    return (
+        f"The connection to the server {rt.store.apiserver_ip()}:443 was refused - "
+        "did you specify the right host or port?"
+    )
+
+
+def _create(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generator[Any, Any, int]:
+    """Create each of ``model.creates`` unless it exists (the program's get-or-create)."""
+    name = model.name
+    for obj in model.creates:
+        meta = obj.get("metadata") or {}
+        kind = str(obj.get("kind"))
+        if rt.store.get(kind, meta.get("namespace"), str(meta.get("name"))) is not None:
+            continue
+        try:
+            rt.store.create(dict(obj), actor=_actor(rt), cause=last)
+        except ApiUnreachable:
+            line = _refused(rt)
+            rt.log("container-log", f"{name}: {line}", last, container=name, line=line)
+            return 1
+        except ApiError as err:
+            if err.reason == "AlreadyExists":
+                continue
+            rt.log("container-log", f"{name}: {err.message}", last, container=name, line=err.message)
+            return 1
+        rt.log("created-by-program", f"{name} created {kind}/{meta.get('name')}", last, container=name)
+    return 0
+    yield  # a generator like the other steps
+
+
+def _apply(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generator[Any, Any, int]:
+    name = model.name
+    for obj in model.applies:
+        try:
+            live, created = rt.store.apply(obj, actor=_actor(rt), cause=last)
+        except ApiUnreachable:
+            line = _refused(rt)
+            rt.log("container-log", f"{name}: {line}", last, container=name, line=line)
+            return 1
+        except ApiError as err:
+            rt.log(
+                "container-log",
+                f"{name}: Error from server ({err.reason}): {err.message}",
+                last,
+                container=name,
+                line=err.message,
+            )
+            return 1
+        kind = str(obj.get("kind", "")).lower()
+        # kubectl apply prints "<kind>/<name> created|configured" per object.
+        line = f"{kind}/{live['metadata']['name']} {'created' if created else 'configured'}"
+        rt.log("container-log", f"{name}: {line}", last, container=name, line=line)
+    return 0
+    yield  # a generator like the other steps
+
+
+def wait_loop(rt: PodRuntime, model: ContainerModel, cause: int) -> Generator[Any, Any, int]:
+    """Poll the wait loop's target until it answers or its bound expires."""
+    assert model.wait is not None
+    sim = rt.sim
+    wait = model.wait
+    start = sim.now
+    end = start + wait.bound if wait.bound is not None else None
+    last: int | None = cause
+    logged = False
+    first = True
+    while True:
+        limit = wait.probe_timeout if end is None else min(wait.probe_timeout, end - sim.now)
+        res = yield from rt.k.net.connect(rt.key, wait.target, limit, cause=last, container=model.name)
+        if res.ok:
+            rt.log(
+                "container-log",
+                f"{model.name}: {wait.target} reachable after {sim.now - start:g} s",
+                res.event,
+                container=model.name,
+            )
+            return 0
+        last = res.event
+        if first and wait.resolve_once and wait.target.is_name and "lookup" in res.error:
+            # bitnami/wait-for-port cmd.go validateHost: a host that does not resolve ends it.
+            line = f"cannot resolve host {wait.target.host.split('/')[-1]!r}: {res.error}"
+            logged_id = rt.log("container-log", f"{model.name}: {line}", last, container=model.name, line=line)
+            rt.log(
+                "need-failed",
+                f"{model.name}: {wait.target} failed ({res.error}): the run ends with exit code 1",
+                logged_id,
+                container=model.name,
+                need=str(wait.target),
+                error=res.error,
+                exitCode=1,
+                network=True,
+                entry=model.entry,
+            )
+            return 1
+        first = False
+        if not logged:
+            rt.log(
+                "container-log",
+                f"{model.name}: waiting for {wait.target}: {res.error}",
+                res.event,
+                container=model.name,
+                line=res.error,
+            )
+            logged = True
+        if end is not None and sim.now + wait.interval >= end:
+            if end > sim.now:
+                yield sim.sleep(end - sim.now)
+            text = wait.gave_up or f"gave up waiting for {wait.target} after {wait.bound:g} s"
+            done = rt.log("container-log", f"{model.name}: {text}", last, container=model.name, line=text)
+            rt.log(
+                "need-failed",
+                f"{model.name}: {wait.target} failed ({res.error}): gave up after {wait.bound:g} s, exit code {wait.exit_code}",
+                done,
+                container=model.name,
+                need=str(wait.target),
+                error=res.error,
+                exitCode=wait.exit_code,
+                network=True,
+                entry=model.entry,
+            )
+            return wait.exit_code
+        yield sim.sleep(wait.interval)
+
+
+# --- assumptions -----------------------------------------------------------------------------------
+
+ASSUMED = "no behaviour known for image {image}: assumed to start and succeed"
+
+
+def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
+    """Say once per image (per simulation) that nothing describes what it does."""
+    assert rt.model is not None
+    seen: set[str] = rt.k.assumed_images
+    for model in rt.model.containers.values():
+        if model.known or not model.image or model.image in seen:
+            continue
+        seen.add(model.image)
+        text = ASSUMED.format(image=model.image)
+        if model.run_seconds is None:
+            text += " (it runs until stopped)"
+        rt.log("behaviour-assumed", text, cause, container=model.name, image=model.image)
+
+
+def assumed_behaviours(trace: Any) -> list[str]:
+    """The report's notes: each image whose behaviour was assumed, once, in order."""
+    return [e.message for e in trace if e.what == "behaviour-assumed"]
+
+
+# --- probes ----------------------------------------------------------------------------------------
+
+
+def _probe_error(rt: PodRuntime, c: Mapping[str, Any], probe: Mapping[str, Any]) -> str:
+    """What the kubelet's prober reports for a probe of a process that does not listen yet."""
+    ports = {str(p.get("name")): p.get("containerPort") for p in c.get("ports") or () if p.get("name")}
+    ip = rt.ip or "0.0.0.0"
+
+    def port_of(value: Any) -> Any:
+        return ports.get(str(value), value)
+
+    http = probe.get("httpGet")
+    if isinstance(http, Mapping):
+        # kubernetes pkg/probe/http/http.go DoHTTPProbe: the Go client's error for the GET.
+        scheme = str(http.get("scheme") or "HTTP").lower()
+        host = http.get("host") or ip
+        port = port_of(http.get("port"))
+        path = str(http.get("path") or "/")
+        return f'Get "{scheme}://{host}:{port}{path}": dial tcp {host}:{port}: connect: connection refused'
+    tcp = probe.get("tcpSocket")
+    if isinstance(tcp, Mapping):
+        # kubernetes pkg/probe/tcp/tcp.go DoTCPProbe: the dial error.
+        port = port_of(tcp.get("port"))
+        return f"dial tcp {tcp.get('host') or ip}:{port}: connect: connection refused"
+    grpc = probe.get("grpc")
+    if isinstance(grpc, Mapping):
+        # kubernetes pkg/probe/grpc/grpc.go: "timeout: failed to connect service %q within %v".
+        timeout = int(probe.get("timeoutSeconds") or 1)
+        return f'timeout: failed to connect service "{ip}:{grpc.get("port")}" within {timeout}s'
+    return ""  # exec: the command's output, which the simulation does not know
+
+
+def _ticks(probe: Mapping[str, Any], start: float) -> tuple[float, float]:
+    """(first probe time, period): probes run at start + initialDelaySeconds + k × period, k ≥ 1."""
+    period = float(probe.get("periodSeconds") or PROBE_PERIOD)
+    return start + float(probe.get("initialDelaySeconds") or 0) + period, period
+
+
+def _first_at_or_after(first: float, period: float, t: float) -> float:
+    if t <= first:
+        return first
+    return first + math.ceil((t - first) / period - 1e-9) * period
+
+
+def probe_times(
+    c: Mapping[str, Any], start: float, serving_at: float
+) -> tuple[float, float | None]:
+    """When the container counts as started (startup probe) and ready (readiness probe), for a
+    run started at ``start`` whose process serves from ``serving_at``."""
+    startup = c.get("startupProbe")
+    readiness = c.get("readinessProbe")
+    started = serving_at if not startup else _first_at_or_after(*_ticks(startup, start), serving_at)
+    if not readiness:
+        return started, started
+    first, period = _ticks(readiness, start)
+    need = int(readiness.get("successThreshold") or 1)
+    ok = _first_at_or_after(first, period, max(serving_at, started))
+    ready = ok + (need - 1) * period
+    if startup:
+        # the readiness worker probes only once the startup probe succeeded
+        ready = max(ready, started + period)
+    return started, ready
+
+
+def schedule_probes(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], run: int, model: ContainerModel) -> None:
+    """Readiness after the probes' first success (docs/behaviour.md "Readiness").
+
+    Without probes the container is ready once running (the kubelet's default). With probes, a
+    container whose process still connects or waits serves nothing: its probes fail (one
+    ``Unhealthy`` event per run, at the first failed probe) until :func:`behave` reports it
+    serving, and succeed from the next probe after that.
+    """
+    start = rt.sim.now
+    probes = [p for p in ("startupProbe", "readinessProbe") if c.get(p)]
+    waiting = model.probes_after_needs and bool(model.needs or model.checks or model.wait)
+    if not probes or not waiting:
+        started, ready = probe_times(c, start, start)
+        _schedule_marks(rt, st, run, start, started if c.get("startupProbe") else None, ready)
+        return
+    rt.pending_probes[st["name"]] = (run, start)
+    probe = c.get(probes[0]) or {}
+    first, _ = _ticks(probe, start)
+    label = "Startup" if probes[0] == "startupProbe" else "Readiness"
+    rt.sim.after(first - start, _probe_failed, rt, st, run, label, _probe_error(rt, c, probe))
+
+
+def _schedule_marks(rt: PodRuntime, st: dict[str, Any], run: int, now: float, started: float | None, ready: float | None) -> None:
+    if started is not None:
+        rt.sim.after(max(0.0, started - now), rt.mark, st, run, "started")
+    if ready is not None:
+        rt.sim.after(max(0.0, ready - now), rt.mark, st, run, "ready")
+
+
+def _probe_failed(rt: PodRuntime, st: dict[str, Any], run: int, label: str, error: str) -> None:
+    name = st["name"]
+    if rt.stopped or rt.runs[name] != run + 1 or "running" not in st["state"]:
+        return
+    if rt.pending_probes.get(name, (None, 0.0))[0] != run:
+        return  # serving already
+    # kubernetes pkg/kubelet/prober/prober.go: "<Readiness|Startup> probe failed: <output>".
+    ev = rt.event("Warning", "Unhealthy", f"{label} probe failed: {error}")
+    rt.log(
+        "probe-failed",
+        f"{name}: {label.lower()} probe fails while the process is not serving (it is still connecting or waiting)",
+        ev,
+        container=name,
+        probe=label.lower(),
+    )
+
+
+def now_serving(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], run: int) -> None:
+    """The process of run ``run`` serves from now: schedule its probes' first successes."""
+    pending = rt.pending_probes.pop(st["name"], None)
+    if pending is None or pending[0] != run:
+        return
+    start = pending[1]
+    started, ready = probe_times(c, start, rt.sim.now)
+    _schedule_marks(rt, st, run, rt.sim.now, started if c.get("startupProbe") else None, ready)
+
+
+__all__ = [
+    "ASSUMED",
+    "assumed_behaviours",
+    "PROBE_PERIOD",
+    "note_assumptions",
+    "behave",
+    "evaluate_check",
+    "now_serving",
+    "probe_times",
+    "schedule_probes",
+    "service_ready",
+    "wait_loop",
+]
