@@ -11,6 +11,13 @@ ignore:
     object: PersistentVolumeClaim/*/hf-cache   # glob on Kind/ns/name; optional
     release: agent-platform/*            # glob on the HelmRelease ns/name; optional
     reason: the claim is bound by another release   # required
+catalog:                                 # behaviour-catalog entries (docs/behaviour.md)
+  - name: our-migrator
+    summary: runs the schema migration, needs the database
+    sources: ["example/migrator cmd/main.go: connects to $DB_HOST at start"]
+    match: {image: "ghcr.io/example/migrator"}
+    needs: ["svc/data/postgres:5432"]
+    run: 20s
 ```
 Errors name the file and the line of the offending key.
 """
@@ -58,6 +65,9 @@ class Config(BaseModel):
     fail_on: Literal["error", "warning", "never"] | None = Field(default=None, alias="failOn")
     rules: dict[str, SeverityName] = Field(default_factory=dict)
     ignore: tuple[Ignore, ...] = ()
+    catalog: tuple[Any, ...] = Field(default=(), exclude=True)
+    """Behaviour-catalog entries (``helmsim.cluster.catalog.CompiledEntry``), validated with
+    this file's lines; they come before the built-in catalog."""
     source: str | None = Field(default=None, exclude=True)
 
     @field_validator("rules", mode="before")
@@ -110,7 +120,16 @@ def load_config(path: str | Path) -> Config:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InputError("must be a mapping (profiles, failOn, rules, ignore)", file=str(p), line=1)
+        raise InputError("must be a mapping (profiles, failOn, rules, ignore, catalog)", file=str(p), line=1)
+    entries: tuple[Any, ...] = ()
+    if "catalog" in data:
+        from helmsim.cluster.catalog import validate_entries
+        from helmsim.yamlio import key_lines
+
+        raw = data.pop("catalog")
+        entries = tuple(
+            validate_entries(raw or [], file=str(p), lines=key_lines(text), prefix=("catalog",))
+        )
     try:
         cfg = Config.model_validate(data)
     except ValidationError as err:
@@ -122,7 +141,7 @@ def load_config(path: str | Path) -> Config:
         )
         raise InputError(f"{where}: {first['msg']}", file=str(p), line=line) from None
     _check_rules(cfg, text, str(p))
-    return cfg.model_copy(update={"source": str(p)})
+    return cfg.model_copy(update={"source": str(p), "catalog": entries})
 
 
 def _check_rules(cfg: Config, text: str, path: str) -> None:

@@ -95,6 +95,7 @@ def simulate_chart(
     upgrade_from: str | Mapping[str, Any] | None = None,
     faults: Sequence[Fault | Mapping[str, Any]] = (),
     behaviours: Sequence[Behaviour | Mapping[str, Any]] = (),
+    catalog: Sequence[Mapping[str, Any]] = (),
     release_name: str | None = None,
     namespace: str = "default",
     horizon: float | str | None = None,
@@ -127,6 +128,7 @@ def simulate_chart(
         "behaviours": [
             b.model_dump(by_alias=True, exclude_none=True) if isinstance(b, Behaviour) else dict(b) for b in behaviours
         ],
+        "catalog": [dict(e) for e in catalog],
         "seed": seed,
         "sampleLatencies": sample_latencies,
     }

@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 
 from helmsim import render
 from helmsim.cluster.behaviour import BehaviourOverride, parse_need
+from helmsim.cluster.catalog import EntrySpec
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile, profile_from_mapping
 from helmsim.errors import InputError
@@ -425,6 +426,8 @@ class Scenario(_Model):
     """A built-in profile name, a profile file, or an inline profile (``extends`` + overrides)."""
     releases: list[ReleaseSpec] = Field(min_length=1)
     behaviours: list[Behaviour] = Field(default_factory=list)
+    catalog: list[EntrySpec] = Field(default_factory=list)
+    """Behaviour-catalog entries (docs/behaviour.md), before the built-in catalog."""
     faults: list[Fault] = Field(default_factory=list)
     expect: list[Expectation] = Field(default_factory=list)
     horizon: Annotated[Seconds, Field(gt=0)] = DEFAULT_HORIZON
@@ -444,6 +447,8 @@ class LoadedScenario:
     scenario: Scenario
     path: Path
     lines: Mapping[tuple[Any, ...], int] = dataclasses.field(default_factory=dict)
+    catalog: tuple[Any, ...] = ()
+    """The ``catalog`` entries, validated (``helmsim.cluster.catalog.CompiledEntry``)."""
 
     @property
     def name(self) -> str:
@@ -497,7 +502,10 @@ def parse_scenario(text: str, path: Path) -> LoadedScenario:
     if not scenario.expect:
         # a scenario file that checks nothing would always pass
         raise InputError("expect: a scenario needs at least one expectation", file=str(path), line=lines.get(("expect",)) or 1)
-    return LoadedScenario(scenario, path, lines)
+    from helmsim.cluster.catalog import validate_entries
+
+    catalog = tuple(validate_entries(data.get("catalog") or [], file=str(path), lines=lines, prefix=("catalog",)))
+    return LoadedScenario(scenario, path, lines, catalog)
 
 
 def _input_error(err: ValidationError, lines: Mapping[tuple[Any, ...], int], file: str) -> InputError:
@@ -604,10 +612,16 @@ class Prepared:
 
 def prepare(loaded: LoadedScenario) -> Prepared:
     """Resolve the profile, releases and behaviour overrides (renders nothing yet)."""
+    from helmsim.cluster.catalog import CompiledEntry
+    from helmsim.simulate import with_catalog
+
+    catalog = loaded.catalog or tuple(
+        CompiledEntry(spec, str(loaded.path)) for spec in loaded.scenario.catalog
+    )
     return Prepared(
         loaded,
         scenario_profile(loaded),
-        tuple(scenario_inputs(loaded)),
+        tuple(with_catalog(scenario_inputs(loaded), catalog)),
         tuple(b.to_override() for b in loaded.scenario.behaviours),
     )
 

@@ -49,6 +49,9 @@ class ReleaseInput:
     chart: ChartSource | None
     previous: ChartSource | None = None
     values_from: Mapping[str, Any] = field(default_factory=dict)
+    catalog: tuple[Any, ...] = ()
+    """User behaviour-catalog entries (``helmsim.cluster.catalog.CompiledEntry``) from
+    ``.helmsim.yaml`` or a scenario file; they come before the built-in catalog."""
     defaulted: bool = False
     """The HelmRelease is helmsim's default for a bare chart: the chart's render errors are then
     bad input (exit 2), as for ``helm template``; otherwise they fail this release alone."""
@@ -281,6 +284,7 @@ def simulate(
         namespaces=_needed_namespaces(releases, [*rendered.values(), *previous.values()]),
     )
     sim.behaviour_overrides = list(overrides)  # type: ignore[attr-defined]
+    sim.catalog = user_catalog(releases)  # type: ignore[attr-defined]
     sim.faults = faults  # type: ignore[attr-defined]
     if setup is not None:
         setup(sim)
@@ -314,6 +318,27 @@ def simulate(
     notes += assumed_behaviours(sim.trace)
     objects = _object_statuses(sim, rendered.values())
     return SimulationResult(profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes, sim)
+
+
+def with_catalog(releases: Sequence[ReleaseInput], entries: Sequence[Any]) -> list[ReleaseInput]:
+    """``releases`` with user catalog ``entries`` (from ``.helmsim.yaml``) added to each."""
+    from dataclasses import replace
+
+    if not entries:
+        return list(releases)
+    return [replace(r, catalog=(*r.catalog, *entries)) for r in releases]
+
+
+def user_catalog(releases: Sequence[ReleaseInput]) -> tuple[Any, ...]:
+    """The catalog the simulation matches: the releases' user entries (each origin once, in
+    order), then the built-in catalog."""
+    from helmsim.cluster.catalog import catalog_entries
+
+    seen: dict[tuple[str, str], Any] = {}
+    for r in releases:
+        for entry in r.catalog:
+            seen.setdefault((entry.origin, entry.name), entry)
+    return catalog_entries(tuple(seen.values()))
 
 
 def _needed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartRelease]) -> set[str]:
@@ -477,4 +502,5 @@ __all__ = [
     "SimulationResult",
     "simulate",
     "values_from_refs",
+    "with_catalog",
 ]

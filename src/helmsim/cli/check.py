@@ -21,7 +21,7 @@ from helmsim.errors import InputError
 from helmsim.report import findings as text_report
 from helmsim.report import junit, sarif
 from helmsim.report.atomic import write_atomic
-from helmsim.simulate import DEFAULT_HORIZON
+from helmsim.simulate import DEFAULT_HORIZON, with_catalog
 
 DEFAULT_PROFILES = ("kind", "cilium-default", "cilium-always", "eks-gp3")
 
@@ -182,6 +182,7 @@ def check_cmd(
         upgrade_from_values=upgrade_from_values or [],
         upgrade_from_set=upgrade_from_set or [],
     )
+    releases = with_catalog(releases, cfg.catalog)
     limit = DEFAULT_HORIZON
     if horizon is not None:
         try:

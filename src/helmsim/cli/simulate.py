@@ -15,6 +15,7 @@ from helmsim.cli import options
 from helmsim.cli.app import command, console
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
+from helmsim.config import config_for
 from helmsim.errors import InputError
 from helmsim.release_inputs import build_inputs  # noqa: F401 - re-exported for callers
 from helmsim.report import simulate as report
@@ -24,6 +25,7 @@ from helmsim.simulate import (
     ReleaseInput,
     SimulationResult,
     simulate,
+    with_catalog,
 )
 
 if TYPE_CHECKING:
@@ -108,6 +110,8 @@ def simulate_cmd(
         upgrade_from_values=upgrade_from_values or [],
         upgrade_from_set=upgrade_from_set or [],
     )
+    # .helmsim.yaml's behaviour catalog applies to simulate as to check (docs/behaviour.md)
+    releases = with_catalog(releases, config_for(target).catalog)
     if runs >= 2:
         _monte_carlo(prof, releases, runs, seed, backend, fmt, output, horizon, unmapped_ready_after)
         return

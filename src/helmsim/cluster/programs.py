@@ -364,18 +364,30 @@ _RESOURCES = {
     "namespace": "Namespace", "namespaces": "Namespace", "ns": "Namespace",
 }
 _CLUSTER = {"CustomResourceDefinition", "Node", "Namespace"}
-# The plural kubectl prints in "condition on <resource>/<name>" (the REST resource).
-_PLURAL = {
-    "Pod": "pods", "Deployment": "deployments.apps", "StatefulSet": "statefulsets.apps",
-    "DaemonSet": "daemonsets.apps", "Job": "jobs.batch", "PersistentVolumeClaim": "persistentvolumeclaims",
-    "CustomResourceDefinition": "customresourcedefinitions.apiextensions.k8s.io", "Node": "nodes",
-    "Service": "services", "Namespace": "namespaces",
+# The group of the kinds programs name, for the REST resource kubectl and client-go print
+# (``deployments.apps``; core kinds have none). Custom kinds print their own plural.
+_GROUPS = {
+    "Deployment": "apps", "StatefulSet": "apps", "DaemonSet": "apps", "ReplicaSet": "apps",
+    "Job": "batch", "CronJob": "batch",
+    "CustomResourceDefinition": "apiextensions.k8s.io",
+    "ValidatingWebhookConfiguration": "admissionregistration.k8s.io",
+    "MutatingWebhookConfiguration": "admissionregistration.k8s.io",
+    "APIService": "apiregistration.k8s.io",
+    "Lease": "coordination.k8s.io",
+    "Role": "rbac.authorization.k8s.io", "ClusterRole": "rbac.authorization.k8s.io",
+    "RoleBinding": "rbac.authorization.k8s.io", "ClusterRoleBinding": "rbac.authorization.k8s.io",
+    "StorageClass": "storage.k8s.io", "Ingress": "networking.k8s.io", "NetworkPolicy": "networking.k8s.io",
 }
 
 
 def resource_plural(kind: str) -> str:
-    """The resource kubectl names in its messages (``pods``, ``deployments.apps``)."""
-    return _PLURAL.get(kind, kind.lower() + "s")
+    """The resource kubectl and client-go name in messages (``pods``, ``deployments.apps``,
+    ``validatingwebhookconfigurations.admissionregistration.k8s.io``)."""
+    from helmsim.cluster.profile import guess_plural
+
+    plural = guess_plural(kind)
+    group = _GROUPS.get(kind)
+    return f"{plural}.{group}" if group else plural
 
 
 def _kubectl_argv(script: str, verb: tuple[str, ...]) -> list[str] | None:
@@ -483,7 +495,7 @@ def _kubectl_wait(view: ContainerView, namespace: str) -> Program | str | None:
         checks=checks,
         retry=Retry(WATCH_RESOLUTION, bound, 1, hard=True),
         fail_exit_code=1,
-        log_failed="error: {error}",
+        log_failed="{error}",
         notes=(f"runs kubectl wait --for={cond} on {what} (timeout {timeout:g} s)",),
     )
 
@@ -512,7 +524,7 @@ def _kubectl_rollout(view: ContainerView, namespace: str) -> Program | str | Non
         retry=Retry(WATCH_RESOLUTION, timeout or None, 1, hard=True),
         fail_exit_code=1,
         log_ready=f'{res} "{names[0]}" successfully rolled out',
-        log_failed="error: {error}",
+        log_failed="{error}",
         notes=(
             f"runs kubectl rollout status {res}/{names[0]}"
             + (f" (timeout {timeout:g} s)" if timeout else " (no timeout)"),

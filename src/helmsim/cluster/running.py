@@ -78,7 +78,8 @@ def _rule_covers(rule: Mapping[str, Any], group: str, resource: str) -> bool:
     return (
         ("CREATE" in ops or "*" in ops)
         and (group in groups or "*" in groups)
-        and (resource in resources or "*" in resources or f"{resource}/*" in resources)
+        # "*" is every resource, "*/*" every resource and subresource
+        and (resource in resources or "*" in resources or "*/*" in resources)
     )
 
 

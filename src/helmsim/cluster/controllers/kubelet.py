@@ -223,6 +223,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         kube_dns_ip=str(getattr(addressing, "kube_dns_cluster_ip", "10.96.0.10")),
         cluster_domain=str(getattr(addressing, "cluster_domain", "cluster.local")),
         overrides=tuple(getattr(sim, "behaviour_overrides", ()) or ()),
+        catalog=getattr(sim, "catalog", None),
     )
 
 

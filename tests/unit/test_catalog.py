@@ -1,0 +1,286 @@
+"""The behaviour catalog: its built-in data, matching by image and arguments, the reader's errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helmsim.cluster.behaviour import BehaviourContext, Check, Need, Retry, model_pod
+from helmsim.cluster.catalog import (
+    builtin_catalog,
+    catalog_entries,
+    image_repository,
+    parse_catalog_document,
+)
+from helmsim.errors import InputError
+from helmsim.kube.pods import human_duration, kubectl_columns
+
+
+def test_every_builtin_entry_cites_an_upstream_file() -> None:
+    entries = builtin_catalog()
+    assert len({e.name for e in entries}) == len(entries) >= 14
+    for e in entries:
+        assert e.spec.sources and all("/" in s and ":" in s for s in e.spec.sources), e.name
+        assert e.origin.startswith("src/helmsim/catalog/") and e.origin.rsplit(":", 1)[1].isdigit()
+
+
+@pytest.mark.parametrize(
+    ("image", "repository"),
+    [
+        ("postgres:16", "docker.io/library/postgres"),
+        ("busybox", "docker.io/library/busybox"),
+        ("bitnami/postgresql:16.4.0", "docker.io/bitnami/postgresql"),
+        ("quay.io/jetstack/cert-manager-startupapicheck:v1.16.0", "quay.io/jetstack/cert-manager-startupapicheck"),
+        ("registry.k8s.io/ingress-nginx/kube-webhook-certgen:v1.6.9@sha256:abc", "registry.k8s.io/ingress-nginx/kube-webhook-certgen"),
+        ("localhost:5000/app", "localhost:5000/app"),
+        ("ghcr.io/cloudnative-pg/cloudnative-pg@sha256:abc", "ghcr.io/cloudnative-pg/cloudnative-pg"),
+    ],
+)
+def test_image_repository_normalised_as_the_runtime_does(image: str, repository: str) -> None:
+    assert image_repository(image) == repository
+
+
+def _pod(containers: list[dict[str, Any]], *, owner: str = "Job", policy: str = "OnFailure") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "cert-manager",
+            "ownerReferences": [{"kind": owner, "name": "x", "controller": True, "uid": "u"}],
+        },
+        "spec": {"restartPolicy": policy, "containers": containers},
+    }
+
+
+def test_startupapicheck_matches_by_image_and_arguments() -> None:
+    check = {
+        "name": "c",
+        "image": "quay.io/jetstack/cert-manager-startupapicheck:v1.16.0",
+        "args": ["check", "api", "--wait=1m", "-v"],
+    }
+    model = model_pod(_pod([check]), BehaviourContext()).container("c")
+    assert model.known and model.entry.startswith("cert-manager-startupapicheck (src/helmsim/catalog/cert-manager.yaml:")
+    assert model.needs == (Need("kube-apiserver"),)
+    assert [c.kind for c in model.checks] == ["api", "webhook"]
+    assert model.checks[0] == Check(
+        "api",
+        "cert-manager.io/v1/CertificateRequest",
+        errors=(("unmet", "the cert-manager CRDs are not yet installed on the Kubernetes API server"),),
+    )
+    # --wait=1m from the arguments, --interval defaulted: every 5 s, give up (124) after 60 s
+    assert model.retry == Retry(5.0, 60.0, 124)
+    assert model.run_seconds == 0.0
+    # other arguments: not the check
+    other = model_pod(_pod([{**check, "args": ["version"]}]), BehaviourContext()).container("c")
+    assert not other.known and other.entry == ""
+
+
+def test_user_entries_win_and_image_entries_beat_script_entries() -> None:
+    text = """
+apiVersion: helmsim.dev/v1alpha1
+kind: BehaviourCatalog
+entries:
+  - name: waits-by-script
+    summary: anything that runs kubectl wait
+    sources: ["example/repo run.sh: kubectl wait"]
+    match: {script: 'kubectl wait'}
+    needs: []
+    run: 1s
+  - name: our-check
+    summary: our own startupapicheck build
+    sources: ["example/repo main.go: exits at once"]
+    match: {image: "*/cert-manager-startupapicheck"}
+    needs: ["svc/cert-manager/api:443"]
+    run: 2s
+"""
+    user = parse_catalog_document(text, ".helmsim.yaml")
+    entries = catalog_entries(user)
+    assert [e.name for e in entries[:2]] == ["our-check", "waits-by-script"]
+    pod = _pod(
+        [
+            {"name": "c", "image": "quay.io/jetstack/cert-manager-startupapicheck:v1", "args": ["check", "api"]},
+            {"name": "k", "image": "bitnami/kubectl", "command": ["sh", "-c", "kubectl wait --for=condition=Ready pod/x"]},
+        ]
+    )
+    model = model_pod(pod, BehaviourContext(catalog=entries))
+    assert model.container("c").entry == "our-check (.helmsim.yaml:11)"
+    assert model.container("c").needs[1] == Need("service", "cert-manager/api", 443)
+    assert model.container("k").entry == "waits-by-script (.helmsim.yaml:5)"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message", "line"),
+    [
+        ({"summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}}, "entries[0].name: Field required", 5),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {}}, "entries[0].match: a match needs image or script", 9),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "needs": ["nowhere"]}, "entries[0].needs: 'nowhere' is not", 10),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "retry": {"every": "soon"}}, "entries[0].retry.every", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"api": "v1"}]}, "entries[0].checks[0].api", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "colour": "red"}, "entries[0].colour: unknown key 'colour'", 9),
+    ],
+)
+def test_bad_entries_name_the_file_and_line(entry: dict[str, Any], message: str, line: int) -> None:
+    text = yaml.safe_dump(
+        {"apiVersion": "helmsim.dev/v1alpha1", "kind": "BehaviourCatalog", "entries": [entry]},
+        sort_keys=False,
+    )
+    with pytest.raises(InputError) as err:
+        parse_catalog_document(text, "catalog.yaml")
+    assert err.value.file == "catalog.yaml"
+    assert message in err.value.message
+    assert err.value.line is not None and abs(err.value.line - line) <= 2  # the key's line
+
+
+def test_an_entry_named_twice_is_refused_at_its_second_line() -> None:
+    entry = {"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}}
+    text = yaml.safe_dump({"apiVersion": "helmsim.dev/v1alpha1", "kind": "BehaviourCatalog", "entries": [entry, entry]}, sort_keys=False)
+    with pytest.raises(InputError, match=r"entries\[1\]\.name: entry 'x' appears twice"):
+        parse_catalog_document(text, "catalog.yaml")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(["name", "summary", "sources", "match", "image", "args", "script", "needs", "checks", "api", "webhook", "object", "retry", "every", "for", "run", "probes", "creates", "logs", "x"]), children, max_size=4),
+        max_leaves=12,
+    )
+)
+def test_the_catalog_reader_only_ever_fails_with_input_errors(entries: Any) -> None:
+    text = yaml.safe_dump({"apiVersion": "helmsim.dev/v1alpha1", "kind": "BehaviourCatalog", "entries": entries})
+    try:
+        parse_catalog_document(text, "fuzz.yaml")
+    except InputError as err:
+        assert err.file == "fuzz.yaml"
+
+
+# --- kubectl get pods ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (59, "59s"), (119, "119s"), (125, "2m5s"), (600, "10m"), (3 * 3600 + 300, "3h5m"), (9 * 3600, "9h"), (3 * 86400 + 3600, "3d1h")],
+)
+def test_human_duration(seconds: int, text: str) -> None:
+    assert human_duration(seconds) == text
+
+
+def _status(**st_: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "c"}], "initContainers": st_.pop("inits", [])}, "metadata": {}, "status": st_}
+
+
+@pytest.mark.parametrize(
+    ("status", "columns"),
+    [
+        (
+            _status(phase="Running", containerStatuses=[{"ready": False, "restartCount": 2, "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"finishedAt": "2026-01-01T00:00:30Z"}}}]),
+            ("0/1", "CrashLoopBackOff", "2 (30s ago)"),
+        ),
+        (
+            _status(phase="Running", containerStatuses=[{"ready": True, "restartCount": 0, "state": {"running": {}}}]),
+            ("1/1", "Running", "0"),
+        ),
+        (
+            _status(phase="Failed", containerStatuses=[{"ready": False, "restartCount": 0, "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}]),
+            ("0/1", "Error", "0"),
+        ),
+        (
+            _status(
+                phase="Pending",
+                inits=[{"name": "i"}],
+                initContainerStatuses=[{"restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+                containerStatuses=[{"ready": False, "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}],
+            ),
+            ("0/1", "Init:CrashLoopBackOff", "1"),
+        ),
+        (
+            _status(
+                phase="Pending",
+                inits=[{"name": "i"}],
+                initContainerStatuses=[{"restartCount": 0, "state": {"running": {}}}],
+                containerStatuses=[{"ready": False, "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}],
+            ),
+            ("0/1", "Init:0/1", "0"),
+        ),
+    ],
+)
+def test_kubectl_columns(status: dict[str, Any], columns: tuple[str, str, str]) -> None:
+    from datetime import UTC, datetime
+
+    got = kubectl_columns(status, datetime(2026, 1, 1, 0, 1, tzinfo=UTC))
+    assert (got.ready, got.status, got.restarts) == columns
+
+
+# --- user entries: .helmsim.yaml and scenario files -----------------------------------------------
+
+USER_ENTRY = """\
+  - name: our-migrator
+    summary: the migration needs the database Service
+    sources: ["example/migrator cmd/main.go: connects at start"]
+    match: {image: "example.com/migrate"}
+    needs: ["svc/default/postgres:5432"]
+    run: 2s
+"""
+
+
+def test_helmsim_yaml_catalog_entries_keep_their_lines(tmp_path: Any) -> None:
+    from helmsim.config import load_config
+
+    f = tmp_path / ".helmsim.yaml"
+    f.write_text("profiles: [kind]\ncatalog:\n" + USER_ENTRY)
+    cfg = load_config(f)
+    assert [(e.name, e.origin) for e in cfg.catalog] == [("our-migrator", f"{f}:3")]
+    f.write_text("catalog:\n" + USER_ENTRY.replace("run: 2s", "run: later"))
+    with pytest.raises(InputError) as err:
+        load_config(f)
+    assert (err.value.file, err.value.line) == (str(f), 7)
+    assert err.value.message.startswith("catalog[0].run:")
+
+
+def test_scenario_catalog_errors_name_the_file_and_line(tmp_path: Any) -> None:
+    from helmsim.scenario import parse_scenario
+
+    text = (
+        "apiVersion: helmsim.dev/v1alpha1\nkind: Scenario\nreleases: [{chart: x}]\n"
+        "expect: [{release: x, outcome: Ready}]\ncatalog:\n"
+        + USER_ENTRY.replace('needs: ["svc/default/postgres:5432"]', "needs: [nowhere]")
+    )
+    with pytest.raises(InputError) as err:
+        parse_scenario(text, tmp_path / "s.helmsim.yaml")
+    assert err.value.line == 10 and "catalog[0].needs" in err.value.message
+
+
+def test_a_scenario_entry_decides_what_the_deployment_needs() -> None:
+    """The mini chart's web Deployment under a user entry that needs a Service which does not
+    exist: every run fails at once with "no such host", it crash-loops, the release fails."""
+    from pathlib import Path
+
+    from helmsim.pytest_plugin import simulate_chart
+
+    mini = Path(__file__).parents[1] / "scenario" / "charts" / "mini"
+    entry = yaml.safe_load(USER_ENTRY)[0] | {"match": {"image": "example.com/web"}, "run": "forever"}
+    run = simulate_chart(mini, values={"job": {"enabled": False}}, catalog=[entry])
+    failed = [e for e in run.trace if e.what == "need-failed"]
+    assert failed and {e.data["need"] for e in failed} == {"svc/default/postgres:5432"}
+    assert failed[0].data["error"] == (
+        "dial tcp: lookup postgres.default.svc.cluster.local on 10.96.0.10:53: no such host"
+    )
+    assert [e.message for e in run.trace if e.what == "behaviour" and "catalog entry" in e.message][0].startswith(
+        "web: behaviour from catalog entry our-migrator ("
+    )
+    run.expect(release="mini", ready="False")
+
+
+def test_docs_describe_every_builtin_entry_and_command() -> None:
+    from pathlib import Path
+
+    docs = (Path(__file__).parents[2] / "docs" / "behaviour.md").read_text()
+    for e in builtin_catalog():
+        assert f"`{e.name}`" in docs, e.name
+        if e.spec.command:
+            assert f"`{e.spec.command}`" in docs, e.spec.command
