@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from helmsim import yamlio
 from helmsim.errors import InputError
 
 CONFIG_NAME = ".helmsim.yaml"
@@ -104,19 +104,8 @@ def discover(start: str | Path) -> Path | None:
 def load_config(path: str | Path) -> Config:
     """Parse and validate a config file; bad input raises ``InputError`` with file and line."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot read: {err}", file=str(p)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise InputError(
-            f"not valid YAML: {getattr(err, 'problem', err)}",
-            file=str(p),
-            line=mark.line + 1 if mark else None,
-        ) from None
+    text = yamlio.read_text(p, "config file")
+    data = yamlio.load_one(text, str(p))
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -165,29 +154,12 @@ def _check_rules(cfg: Config, text: str, path: str) -> None:
 
 def _line_of(text: str, loc: Sequence[Any]) -> int | None:
     """The 1-based line of the deepest key of ``loc`` that exists in the YAML text."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-    line = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = None
-            for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode) and k.value == str(part):
-                    line, nxt = k.start_mark.line + 1, v
-                    break
-            node = nxt
-        elif (
-            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
-        ):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-        if node is None:
-            break
-    return line
+    lines = yamlio.key_lines(text)
+    path = tuple(loc)
+    for end in range(len(path), 0, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return None
 
 
 def config_for(target: str, explicit: str | None = None) -> Config:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helmsim import yamlio
+from helmsim import limits, yamlio
 from helmsim.errors import InputError
 from helmsim.kube.nulls import drop_nulls
 
@@ -226,6 +225,7 @@ def parse_documents(
                 continue
             # null = absent, as the API server decodes it (helmsim.kube.nulls)
             raw.append((source, drop_nulls(doc.value)))
+    limits.check("max_objects", len(raw), "objects in one release")
     scopes = crd_scopes(body for _, body in raw)
     cluster = set(CLUSTER_SCOPED_KINDS) | set(cluster_scoped)
     cluster |= {kind for kind, scope in scopes.items() if scope == "Cluster"}
@@ -289,7 +289,7 @@ def _to_resource(
 def read_manifest_input(path: str) -> list[tuple[str, str]]:
     """(path, text) pairs from a rendered manifest: a file, a directory of YAML, or ``-``."""
     if path == "-":
-        return [("<stdin>", sys.stdin.read())]
+        return [("<stdin>", yamlio.read_stdin())]
     p = Path(path)
     if p.is_file():
         return [(path, _read_text(p))]
@@ -306,7 +306,4 @@ def read_manifest_input(path: str) -> list[tuple[str, str]]:
 
 
 def _read_text(p: Path) -> str:
-    try:
-        return p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read: {err}", file=str(p)) from None
+    return yamlio.read_text(p)

@@ -1,9 +1,12 @@
-"""The one adapter over helm-python-sdk: Helm v4's own template engine, in-process.
+"""The one adapter over helm-python-sdk: Helm v4's own template engine.
 
 ``Chart.render()`` of helm-python-sdk always renders with Helm's default capabilities. The native
 ``helm_render`` call accepts ``kube_version`` and ``api_versions`` in its options, so this module
 calls it directly: a chart that emits a CiliumNetworkPolicy only when ``cilium.io/v2`` is served
-renders it when the cluster profile says so.
+renders it when the cluster profile says so. The SDK runs in a worker process
+(:mod:`helmsim.engine_worker`): a template that recurses or allocates without end hits
+``--max-render-memory`` or ``--render-timeout`` instead of aborting helmsim, and Helm's log lines
+stay off stderr unless ``--debug``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helmsim import yamlio
+from helmsim import engine_worker, limits, yamlio
 from helmsim.errors import InputError
 
 DEFAULT_RELEASE_NAME = "release-name"  # helm/helm pkg/cmd/template.go: the name `helm template` uses
@@ -71,12 +74,8 @@ class RenderError(InputError):
         self.crd_files: tuple[RenderedFile, ...] = ()
 
 
-def _sdk() -> Any:
-    try:
-        import helm_python
-    except OSError as err:  # the bundled libhelm_c failed to load
-        raise InputError(f"cannot load Helm's engine (helm-python-sdk): {err}") from None
-    return helm_python
+engine_debug = engine_worker.debug
+"""``with engine_debug(True):`` copies what Helm's engine logs to stderr (``--debug``)."""
 
 
 def is_chart_dir(path: Path) -> bool:
@@ -104,25 +103,28 @@ def load_values(files: Iterable[str | os.PathLike[str]], sets: Iterable[str] = (
     """Values from ``-f`` files merged in order, then ``--set`` expressions (Helm's strvals)."""
     values: dict[str, Any] = {}
     for file in files:
-        path = Path(file)
         if str(file) == "-":
             raise InputError("values from stdin are not supported; pass a file", file="-")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError("values file not found", file=str(file)) from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(f"cannot read values file: {err}", file=str(file)) from None
-        doc = yamlio.load_one(text, str(file)) if text.strip() else None
-        if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            raise InputError("values file must be a YAML mapping", file=str(file), line=1)
-        values = merge_values(values, doc)
+        source = str(file)
+        text = yamlio.read_text(file, "values file")
+        # helm/helm pkg/chart/v2/loader/load.go LoadValues: every document of the file, merged
+        for doc in yamlio.load_documents(text, source):
+            if doc.value is None:
+                continue
+            if not isinstance(doc.value, dict):
+                kind = "list" if isinstance(doc.value, list) else "scalar"
+                raise InputError(
+                    f"values must be a YAML mapping, not a {kind} (Helm: cannot unmarshal "
+                    "into map[string]interface {})",
+                    file=source,
+                    line=doc.line,
+                )
+            yamlio.check_json_numbers(doc.value, text, doc, source, "value")
+            values = merge_values(values, doc.value)
     for expr in sets:
         try:
-            parsed = _sdk().parse_set_string(expr)
-        except Exception as err:  # noqa: BLE001 - the SDK raises its own error types
+            parsed = engine_worker.call("set", subject="--set", expression=expr)["value"]
+        except engine_worker.EngineError as err:
             raise InputError(f"bad --set {expr!r}: {_sdk_message(err)}") from None
         values = merge_values(values, parsed)
     return values
@@ -135,53 +137,62 @@ def _sdk_message(err: Exception) -> str:
 
 def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, include_crds: bool = False) -> RenderedChart:
     """Render a chart directory or ``.tgz`` with Helm's engine and the given capabilities."""
-    sdk = _sdk()
     path = Path(chart_path)
     if not path.exists():
         raise InputError("chart not found", file=str(chart_path))
     if not is_chart_dir(path):
         raise InputError("not a Helm chart (no Chart.yaml)", file=str(chart_path))
+    subject = str(chart_path)
     try:
-        chart = sdk.Chart.load(str(path))
-    except Exception as err:  # noqa: BLE001
-        raise InputError(f"cannot load chart: {_sdk_message(err)}", file=str(chart_path)) from None
-    with chart:
-        meta = chart.metadata
-        notes = _check_chart(path, meta, chart.dependencies)
-        native_opts: dict[str, Any] = {
-            "name": opts.release_name,
-            "namespace": opts.namespace,
-            "revision": opts.revision,
-            "is_install": not opts.is_upgrade,
-            "is_upgrade": opts.is_upgrade,
-        }
-        if opts.kube_version:
-            native_opts["kube_version"] = opts.kube_version
-        if opts.api_versions:
-            native_opts["api_versions"] = list(opts.api_versions)
-        crd_files: list[RenderedFile] = []
-        if include_crds:
-            # helm/helm pkg/chart/v2/chart.go CRDObjects: crds/ of the chart, then its subcharts
-            for crd in chart.crds:
-                crd_files.append(
-                    RenderedFile(path=crd.get("filename") or crd["name"], content=crd["data"], is_crd_file=True)
-                )
-        try:
-            raw = sdk._native.call_string(
-                "helm_render", chart._raw(), json.dumps(dict(opts.values)), json.dumps(native_opts)
+        chart = engine_worker.call("load", subject=subject, path=str(path), crds=include_crds)
+    except engine_worker.EngineError as err:
+        raise InputError(f"cannot load chart: {_sdk_message(err)}", file=subject) from None
+    meta = chart["metadata"]
+    notes = _check_chart(path, meta, chart["dependencies"])  # the chart stays loaded for the render
+    native_opts: dict[str, Any] = {
+        "name": opts.release_name,
+        "namespace": opts.namespace,
+        "revision": opts.revision,
+        "is_install": not opts.is_upgrade,
+        "is_upgrade": opts.is_upgrade,
+    }
+    if opts.kube_version:
+        native_opts["kube_version"] = opts.kube_version
+    if opts.api_versions:
+        native_opts["api_versions"] = list(opts.api_versions)
+    crd_files: list[RenderedFile] = []
+    if include_crds:
+        # helm/helm pkg/chart/v2/chart.go CRDObjects: crds/ of the chart, then its subcharts
+        for crd in chart["crds"]:
+            crd_files.append(
+                RenderedFile(path=crd.get("filename") or crd["name"], content=crd["data"], is_crd_file=True)
             )
-        except Exception as err:  # noqa: BLE001
-            failure = _render_error(err, path)
-            failure.chart_name = str(meta.get("name", ""))
-            failure.chart_version = str(meta.get("version", ""))
-            failure.crd_files = tuple(crd_files)
-            raise failure from None
-        rendered: dict[str, str] = json.loads(raw)
-        files = [
-            RenderedFile(path=name, content=content)
-            for name, content in sorted(rendered.items())
-            if _is_manifest_template(name)
-        ]
+    try:
+        values = json.dumps(dict(opts.values), allow_nan=False)
+    except ValueError:
+        raise InputError(
+            "values hold NaN or an infinite number, which Helm cannot convert to JSON "
+            "(json: unsupported value)",
+            file=subject,
+        ) from None
+    try:
+        rendered: dict[str, str] = engine_worker.call(
+            "render", subject=subject, values=values, options=json.dumps(native_opts)
+        )["rendered"]
+    except engine_worker.EngineError as err:
+        failure = _render_error(err, path)
+        failure.chart_name = str(meta.get("name", ""))
+        failure.chart_version = str(meta.get("version", ""))
+        failure.crd_files = tuple(crd_files)
+        raise failure from None
+    limits.check(
+        "max_file_size", sum(len(c) for c in rendered.values()), "rendered manifest", file=subject
+    )
+    files = [
+        RenderedFile(path=name, content=content)
+        for name, content in sorted(rendered.items())
+        if _is_manifest_template(name)
+    ]
     return RenderedChart(
         chart_name=str(meta.get("name", "")),
         chart_version=str(meta.get("version", "")),

@@ -34,7 +34,7 @@ from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile, profile_from_mapping
 from helmsim.errors import InputError
 from helmsim.simulate import DEFAULT_HORIZON, UNMAPPED_READY_AFTER, ReleaseInput, SimulationResult
-from helmsim.yamlio import key_lines, load_one
+from helmsim.yamlio import key_lines, load_one, read_text
 
 API_VERSION = "helmsim.dev/v1alpha1"
 KIND = "Scenario"
@@ -474,13 +474,7 @@ def _stem(path: Path) -> str:
 def load_scenario(path: str | Path) -> LoadedScenario:
     """Read and validate a scenario file; bad input raises ``InputError`` with file and line."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("scenario file not found", file=str(p)) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read scenario: {err}", file=str(p)) from None
-    return parse_scenario(text, p)
+    return parse_scenario(read_text(p, "scenario file"), p)
 
 
 def parse_scenario(text: str, path: Path) -> LoadedScenario:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from helmsim import render, yamlio
+from helmsim import limits, render, yamlio
 from helmsim.cluster.cluster import build_cluster
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.profile import ClusterProfile
@@ -24,6 +24,7 @@ from helmsim.helm import actions
 from helmsim.helm.actions import ChartRelease, HelmContext
 from helmsim.helm.release import ReleaseStorage
 from helmsim.inputs import load_release
+from helmsim.kube.workloads import declared_pods
 from helmsim.manifests import Resource
 
 Outcome = Literal["Ready", "Failed", "Stalled", "Blocked", "Progressing"]
@@ -275,6 +276,7 @@ def simulate(
     if not releases:
         raise InputError("nothing to simulate: no HelmRelease and no chart")
     rendered, previous = prepared if prepared is not None else prepare_charts(profile, releases)
+    _check_pod_budget(profile, [*rendered.values(), *previous.values()])
     all_objects = [res.body for cr in (*rendered.values(), *previous.values()) for res in cr.resources]
     sim = build_cluster(
         profile,
@@ -283,6 +285,7 @@ def simulate(
         release_objects=all_objects,
         namespaces=_needed_namespaces(releases, [*rendered.values(), *previous.values()]),
     )
+    sim.store.pods_baseline = sim.store.pods_created  # the cluster's own pods are not budgeted
     sim.behaviour_overrides = list(overrides)  # type: ignore[attr-defined]
     sim.catalog = user_catalog(releases)  # type: ignore[attr-defined]
     sim.faults = faults  # type: ignore[attr-defined]
@@ -339,6 +342,19 @@ def user_catalog(releases: Sequence[ReleaseInput]) -> tuple[Any, ...]:
         for entry in r.catalog:
             seen.setdefault((entry.origin, entry.name), entry)
     return catalog_entries(tuple(seen.values()))
+
+
+def _check_pod_budget(profile: ClusterProfile, charts: Sequence[ChartRelease]) -> None:
+    """Refuse, before simulating, workloads that ask for more pods than ``--max-pods``."""
+    total = 0
+    for chart in charts:
+        for res in chart.resources:
+            pods = declared_pods(res.kind, res.body, len(profile.nodes))
+            limits.check(
+                "max_pods", pods, "replicas", subject=res.ref, file=res.source.path, line=res.source.line
+            )
+            total += pods
+    limits.check("max_pods", total, "replicas in all releases")
 
 
 def _needed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartRelease]) -> set[str]:

@@ -164,7 +164,7 @@ def test_bad_files_get_one_line_each_and_exit_2(tmp_path: Path) -> None:
     assert len(errors) == 3
     assert errors[0].startswith(f"error: {broken}:")
     assert errors[1] == f"error: {no_kind}:1: object has no kind"
-    assert errors[2].startswith(f"error: {missing}: cannot read file")
+    assert errors[2] == f"error: {missing}: file not found"
     assert "Traceback" not in res.output
 
 

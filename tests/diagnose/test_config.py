@@ -50,7 +50,7 @@ def test_severities_and_ignores(tmp_path: Path) -> None:
         ("ignore:\n  - rule: HS101\n    reason: ''\n", 3, "ignore[0].reason"),
         ("rules:\n  HS101: loud\n", 2, "rules.HS101"),
         ("- a\n- b\n", 1, "must be a mapping"),
-        ("profiles: [kind\n", 2, "not valid YAML"),
+        ("profiles: [kind\n", 2, "invalid YAML"),
     ],
 )
 def test_errors_name_file_and_line(tmp_path: Path, text: str, line: int, message: str) -> None:

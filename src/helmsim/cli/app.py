@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
+from helmsim.cli.limit_options import with_common_options
 from helmsim.errors import InputError
 
 app = typer.Typer(
@@ -57,13 +58,16 @@ EXIT_BAD_INPUT = 2
 
 def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Callable[[F], F]:
     """Register a command (on ``group``, default the root app) whose ``InputError`` becomes one
-    line on stderr and exit code 2."""
+    line on stderr and exit code 2; every command also takes the limit flags and ``--debug``
+    (helmsim.cli.limit_options)."""
 
     def decorate(fn: F) -> F:
-        @functools.wraps(fn)
+        inner = with_common_options(fn)
+
+        @functools.wraps(inner)
         def wrapper(*a: Any, **k: Any) -> Any:
             try:
-                return fn(*a, **k)
+                return inner(*a, **k)
             except InputError as err:
                 err_console.print(f"error: {err}", markup=False)
                 raise typer.Exit(EXIT_BAD_INPUT) from None

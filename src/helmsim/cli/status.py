@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from helmsim import kstatus, yamlio
+from helmsim import kstatus, limits, yamlio
 from helmsim.cli.app import EXIT_BAD_INPUT, command, console, err_console
 from helmsim.errors import InputError
 from helmsim.kstatus.core import parse_rfc3339
@@ -115,13 +115,10 @@ def _clock(now: str | None) -> datetime:
 def load_objects(path: Path) -> list[Mapping[str, Any]]:
     """Objects of one file: single objects, multi-document files and ``kind: List``."""
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or err
-        raise InputError(f"cannot read file: {reason}", file=source) from None
+    text = yamlio.read_text(path)
     out: list[Mapping[str, Any]] = []
     for doc in yamlio.load_documents(text, source):
+        limits.check("max_objects", len(out), "objects", file=source, line=doc.line)
         if doc.value is None:
             continue
         _check(doc.value, source, doc.line)

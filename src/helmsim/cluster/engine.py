@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import simpy
 
+from helmsim import limits
 from helmsim.cluster.store import Store
 from helmsim.cluster.trace import Trace, TraceEvent
 
@@ -53,6 +54,11 @@ class Simulation:
         self.store = Store(self)
         self._pod_grace_default = pod_grace_default
         self.controllers: list[Any] = []
+        self.events_processed = 0
+        """SimPy events processed so far; past ``--max-events`` the run stops (helmsim.limits)."""
+        self._max_events = limits.current().max_events
+        if self._max_events:
+            self.env.step = self._counted_step  # type: ignore[method-assign]
 
     @property
     def now(self) -> float:
@@ -100,6 +106,17 @@ class Simulation:
     def sleep(self, seconds: float) -> simpy.Timeout:
         """An event that fires ``seconds`` from now (``yield sim.sleep(2)`` in a process)."""
         return self.env.timeout(max(0.0, seconds))
+
+    def _counted_step(self) -> None:
+        self.events_processed += 1
+        if self.events_processed > self._max_events:
+            name = getattr(self.profile, "name", "?")
+            raise limits.exceeded(
+                "max_events",
+                f"simulation on profile {name}: {self.events_processed:,} events by "
+                f"t={self.now:g}s (does something retry without end?)",
+            )
+        simpy.Environment.step(self.env)
 
     def add_controller(self, controller: Any) -> None:
         self.controllers.append(controller)

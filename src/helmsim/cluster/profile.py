@@ -30,7 +30,7 @@ from pydantic.alias_generators import to_camel
 
 from helmsim.cluster.latency import Constant, Empirical, Latency, LogNormal, Uniform, fixed
 from helmsim.errors import InputError
-from helmsim.yamlio import key_lines, load_one
+from helmsim.yamlio import key_lines, load_one, read_text
 
 
 LatencyValue = Constant | Uniform | LogNormal | Empirical
@@ -535,10 +535,7 @@ def _open(ref: str, *, base_dir: Path | None, referrer: tuple[str, int | None] |
         raise InputError(
             f"unknown profile {ref!r}: not a built-in ({names}) and no such file", **where
         )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read profile: {err}", file=str(path)) from None
+    text = read_text(path, "profile")
     return _parse(text, str(path), path.resolve().parent, str(path.resolve()))
 
 
@@ -554,7 +551,7 @@ def _parse(text: str, label: str, base_dir: Path | None, ident: str) -> _Source:
 def _resolve(leaf: _Source) -> ClusterProfile:
     chain = _chain(leaf)  # base first
     data: dict[str, Any] = {}
-    origins: dict[_Path, tuple[str, int | None]] = {}
+    origins = _Origins()
     for src in chain:
         data = _merge(data, src.data)
         _merge_origins(origins, src, src.data, ())
@@ -607,25 +604,61 @@ def _merge(base: Any, override: Any) -> Any:
     return override
 
 
-def _merge_origins(
-    origins: dict[_Path, tuple[str, int | None]], src: _Source, value: Any, path: _Path
-) -> None:
-    if path:
-        origins[path] = (src.label, src.lines.get(path))
-    if not isinstance(value, dict) or _is_leaf_mapping(value):
-        # A replaced value: nothing underneath it comes from an earlier file any more.
-        for stale in [p for p in origins if len(p) > len(path) and p[: len(path)] == path]:
-            del origins[stale]
-    if isinstance(value, dict):
-        for key, sub in value.items():
-            _merge_origins(origins, src, sub, (*path, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _merge_origins(origins, src, item, (*path, i))
+class _Origins:
+    """Where each key path of the merged profile comes from (file, line), kept as a trie: a
+    value that replaces a subtree drops everything under it in one step, so recording the
+    origins of a chain of profiles is linear in their size."""
+
+    def __init__(self) -> None:
+        self._root: list[Any] = [None, {}]  # [origin, children by key]
+
+    def _node(self, path: _Path, *, create: bool) -> list[Any] | None:
+        node = self._root
+        for part in path:
+            children = node[1]
+            if part not in children:
+                if not create:
+                    return None
+                children[part] = [None, {}]
+            node = children[part]
+        return node
+
+    def __contains__(self, path: _Path) -> bool:
+        node = self._node(path, create=False)
+        return node is not None and node[0] is not None
+
+    def get(self, path: _Path, default: tuple[str, int | None]) -> tuple[str, int | None]:
+        node = self._node(path, create=False)
+        return node[0] if node is not None and node[0] is not None else default
+
+
+def _merge_origins(origins: _Origins, src: _Source, value: Any, path: _Path) -> None:
+    """Record ``src`` as the origin of every key path of ``value`` (at ``path``)."""
+    start = origins._node(path, create=True)
+    assert start is not None
+    stack: list[tuple[Any, _Path, list[Any]]] = [(value, path, start)]
+    while stack:
+        item, at, node = stack.pop()
+        if at:
+            node[0] = (src.label, src.lines.get(at))
+            if not isinstance(item, dict) or _is_leaf_mapping(item):
+                node[1] = {}  # a replaced value: nothing under it comes from an earlier file
+        if isinstance(item, dict):
+            entries: Any = item.items()
+        elif isinstance(item, list):
+            entries = enumerate(item)
+        else:
+            continue
+        children = node[1]
+        for key, sub in entries:
+            child = children.get(key)
+            if child is None:
+                child = children[key] = [None, {}]
+            stack.append((sub, (*at, key), child))
 
 
 def _input_error(
-    err: ValidationError, origins: dict[_Path, tuple[str, int | None]], leaf_label: str
+    err: ValidationError, origins: _Origins, leaf_label: str
 ) -> InputError:
     """The first validation error as ``InputError`` with the file and line of its key."""
     first = err.errors(include_url=False)[0]

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from helmsim import limits
 from helmsim.cluster.selectors import matches_selector
 
 if TYPE_CHECKING:
@@ -130,6 +131,10 @@ class Store:
         self._watchers: dict[str, list[WatchFn]] = defaultdict(list)
         self._uid = 0
         self._rv = 0
+        self.pods_created = 0
+        """Pods created so far; past ``--max-pods`` more than ``pods_baseline`` (the cluster's
+        own pods) the simulation stops (helmsim.limits)."""
+        self.pods_baseline = 0
         # What each field manager last applied, per object: server-side apply's field ownership.
         self._applied: dict[tuple[Key, str], dict[str, Any]] = {}
         self.admission: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
@@ -221,6 +226,14 @@ class Store:
         meta["creationTimestamp"] = self._sim.timestamp()
         meta["generation"] = 1
         self._bump(new)
+        if key[0] == "Pod":
+            self.pods_created += 1
+            limits.check(
+                "max_pods",
+                self.pods_created - self.pods_baseline,
+                f"pods created by t={self._sim.now:g}s",
+                subject=f"simulation on profile {getattr(self._sim.profile, 'name', '?')}",
+            )
         self._objects[key] = new
         self._sim.log(actor, "created", ref_of(new), f"{ref_of(new)} created", cause=cause)
         self._notify("ADDED", new)

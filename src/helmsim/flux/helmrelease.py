@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from helmsim.cluster.latency import to_seconds
 from helmsim.errors import InputError
+from helmsim.yamlio import go_float_text, non_json_number
 
 Duration = Annotated[float, BeforeValidator(to_seconds)]
 """A Go duration string (``5m``, ``1h30m``) or seconds."""
@@ -248,8 +249,15 @@ def parse_helmrelease(
     """Validate a HelmRelease object; errors name the file, the field and its line (``lines``:
     key path → line within the document, from ``yamlio.key_lines``; ``line``: where it starts)."""
     meta = obj.get("metadata") or {}
-    name, namespace = meta.get("name"), meta.get("namespace", "default")
     where = {"file": source or None, "line": line}
+    if not isinstance(meta, Mapping):
+        # the API server: cannot unmarshal <type> into Go struct field HelmRelease.metadata
+        raise InputError(
+            f"HelmRelease metadata must be a mapping, not a {_yaml_type(meta)}",
+            file=source or None,
+            line=_field_line(("metadata",), lines, line) or line,
+        )
+    name, namespace = meta.get("name"), meta.get("namespace", "default")
     if not isinstance(name, str) or not name:
         raise InputError("HelmRelease has no metadata.name (a string)", **where)
     if not isinstance(namespace, str) or not namespace:
@@ -259,8 +267,9 @@ def parse_helmrelease(
             "(quote it: YAML reads y/yes/on as booleans)",
             **where,
         )
+    spec = obj.get("spec") or {}
     try:
-        return HelmRelease(name=name, namespace=namespace, spec=obj.get("spec") or {}, source=source)
+        hr = HelmRelease(name=name, namespace=namespace, spec=spec, source=source)
     except ValidationError as err:
         first = err.errors()[0]
         path = ".".join(str(p) for p in first["loc"])
@@ -270,3 +279,18 @@ def parse_helmrelease(
         if first["type"] == "extra_forbidden":
             raise InputError(f'HelmRelease {name}: unknown field "{path}"', **where) from None
         raise InputError(f"HelmRelease {name}: {path}: {first['msg']}", **where) from None
+    bad = non_json_number(hr.spec.values)
+    if bad is not None:
+        loc, number = bad
+        field_line = _field_line(("spec", "values", *loc), lines, line)
+        raise InputError(
+            f"HelmRelease {name}: spec.values.{'.'.join(map(str, loc))}: {go_float_text(number)} "
+            f"cannot be converted to JSON (json: unsupported value: {go_float_text(number)})",
+            file=source or None,
+            line=field_line or line,
+        )
+    return hr
+
+
+def _yaml_type(value: Any) -> str:
+    return "list" if isinstance(value, list) else "scalar"

@@ -36,6 +36,8 @@ def flux_tree_from_files(files: Sequence[tuple[str, str]], *, namespace: str | N
         chunks = dict(enumerate(c for c, _ in yamlio.split_documents(text)))
         for doc in yamlio.load_documents(text, file):
             values = doc.value.get("items") if isinstance(doc.value, dict) and doc.value.get("kind") == "List" else [doc.value]
+            if values is not None and not isinstance(values, list):
+                raise InputError("items of a List is not a list", file=file, line=doc.line)
             for obj in values or ():
                 if not isinstance(obj, dict):
                     continue
@@ -95,7 +97,7 @@ def chart_name_of(path: str) -> str:
     p = Path(path)
     chart_yaml = p / "Chart.yaml"
     if chart_yaml.is_file():
-        meta = yamlio.load_one(chart_yaml.read_text(encoding="utf-8"), str(chart_yaml))
+        meta = yamlio.load_one(yamlio.read_text(chart_yaml, "Chart.yaml"), str(chart_yaml))
         if isinstance(meta, dict) and meta.get("name"):
             return str(meta["name"])
     return p.name.split("-")[0] if p.suffix == ".tgz" else p.name
