@@ -28,6 +28,7 @@ from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
+from helmsim.diagnose.rules.programs import consequences
 
 _NEEDS = re.compile(
     r"^(?P<container>[^:]+): needs (?P<need>.+?): "
@@ -308,12 +309,18 @@ def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
         )
         if exited is not None:
             chain.append(step(exited))
+        # what the denied need did to the program: its exit, the kubelet's back-off, the probes
+        clause, steps = consequences(run, owner, need=target)
+        known = {s.event_id for s in chain}
+        chain.extend(s for s in steps if s.event_id not in known)
+        chain.sort(key=lambda s: (s.time, s.event_id or 0))
         if not ready:
             chain.extend(run.failure_tail(hr_ref))
         cni = run.profile.cni
         msg = (
             f"{owner} needs {target} but under {run.name} ({cni.type} CNI, policyEnforcementMode "
             f"{cni.policy_enforcement_mode}) no policy allows that egress for its pods: every attempt is dropped"
+            + clause
             + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
         )
         fix = Fix(
