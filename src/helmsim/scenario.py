@@ -30,9 +30,9 @@ from pydantic.alias_generators import to_camel
 from helmsim import render
 from helmsim.cluster.behaviour import BehaviourOverride, parse_need
 from helmsim.cluster.catalog import EntrySpec
-from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile, profile_from_mapping
 from helmsim.errors import InputError
+from helmsim.kube.duration import Seconds
 from helmsim.simulate import DEFAULT_HORIZON, UNMAPPED_READY_AFTER, ReleaseInput, SimulationResult
 from helmsim.yamlio import key_lines, load_one, read_text
 
@@ -46,22 +46,6 @@ SUFFIXES = (".helmsim.yaml", ".helmsim.yml")
 # a CronJob's to its Jobs (pkg/controller/cronjob: Job name = <cronjob>-<scheduled time>).
 _OWNER_OF_PODS = {"Deployment": "ReplicaSet", "CronJob": "Job"}
 _WORKLOAD_KINDS = ("Pod", "Job", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "CronJob")
-
-
-Seconds = Annotated[
-    float,
-    BeforeValidator(to_seconds),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "number", "minimum": 0},
-                {"type": "string", "pattern": "^([0-9]*(\\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$|^0$"},
-            ],
-            "description": "seconds, or a Go duration such as 90s, 5m, 1m30s",
-        }
-    ),
-]
-"""A duration: a number of seconds or a Go duration string (helmsim.cluster.latency.to_seconds)."""
 
 
 class _Model(BaseModel):

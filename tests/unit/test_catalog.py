@@ -270,7 +270,7 @@ def test_a_scenario_entry_decides_what_the_deployment_needs() -> None:
     assert failed[0].data["error"] == (
         "dial tcp: lookup postgres.default.svc.cluster.local on 10.96.0.10:53: no such host"
     )
-    assert [e.message for e in run.trace if e.what == "behaviour" and "catalog entry" in e.message][0].startswith(
+    assert next(e.message for e in run.trace if e.what == "behaviour" and "catalog entry" in e.message).startswith(
         "web: behaviour from catalog entry our-migrator ("
     )
     run.expect(release="mini", ready="False")

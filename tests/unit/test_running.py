@@ -415,3 +415,38 @@ def test_ingress_nginx_controller_retries_with_exponential_backoff_then_exits_25
     assert [(round(e.time - start, 3), e.data["exitCode"]) for e in exited] == [(374.887, 255)]
     first_run = [e for e in _events(sim, "program-waiting") if e.time < exited[0].time]
     assert len(first_run) == 1  # the same error each try: said once per run
+
+
+def test_a_peer_named_by_env_is_needed_and_crash_loops_until_it_is_ready() -> None:
+    """DATABASE_URL names Service db: the app dials it at start; while db has no ready pod the
+    connection is refused at once (exit 1) and the kubelet's back-off paces the retries; once db
+    is ready the next run connects and the app is ready one probe period later."""
+    db_svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "db", "namespace": NS},
+        "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]},
+    }
+    db = _workload("Deployment", {"name": "db", "image": "example.com/db:16", "readinessProbe": {"exec": {"command": ["pg_isready"]}}, "startupProbe": {"exec": {"command": ["pg_isready"]}, "initialDelaySeconds": 30}})
+    db["metadata"]["name"] = "db"
+    db["spec"]["selector"] = {"matchLabels": {"app": "db"}}
+    db["spec"]["template"]["metadata"]["labels"] = {"app": "db"}
+    db["spec"]["template"]["spec"]["serviceAccountName"] = "default"
+    app = _workload(
+        "Deployment",
+        {**OPERATOR, "env": [{"name": "DATABASE_URL", "value": "postgres://app@db:5432/app"}]},
+    )
+    app["spec"]["template"]["spec"]["serviceAccountName"] = "default"
+    sim = _sim("kind", db_svc, db, app)
+    sim.run(until=200)
+    notes = [e.message for e in _events(sim, "behaviour") if "environment variable" in e.message]
+    assert notes == ["op: needs svc/ops/db:5432: environment variable DATABASE_URL names it (assumed to connect at start)"]
+    failed = _events(sim, "need-failed")
+    ip = sim.store.get("Service", NS, "db")["spec"]["clusterIP"]  # type: ignore[index]
+    assert failed and {e.data["error"] for e in failed} == {f"dial tcp {ip}:5432: connect: connection refused"}
+    db_ready = next(e.time for e in _events(sim, "status", f"Pod/{NS}/db") if "container db ready" in e.message)
+    op_ready = next(e.time for e in _events(sim, "status") if "container op ready" in e.message)
+    assert op_ready > db_ready
+    # the run that connected started after db was ready (a run before it was refused at once)
+    starts = _started(sim)
+    assert starts[-1] > db_ready and len(starts) == len(failed) + 1

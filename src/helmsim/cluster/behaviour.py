@@ -943,6 +943,68 @@ def _host_need(host: str, port: int, namespace: str, domain: str) -> Need:
     return Need("cidr", f"{host}/{32 if ':' not in host else 128}", port)
 
 
+# Default ports of URL schemes found in connection-string variables (IANA service names).
+_SCHEME_PORTS = {
+    "http": 80, "https": 443, "ws": 80, "wss": 443, "postgres": 5432, "postgresql": 5432,
+    "mysql": 3306, "mariadb": 3306, "redis": 6379, "rediss": 6379, "amqp": 5672, "amqps": 5671,
+    "mongodb": 27017, "nats": 4222, "kafka": 9092, "memcached": 11211, "tcp": 0,
+}
+_ENV_URL = re.compile(
+    r"^(?P<scheme>[a-z][a-z0-9+.-]*)://(?:[^@/\s]*@)?(?P<host>[A-Za-z0-9.-]+)(?::(?P<port>[0-9]+))?(?:[/?#]|$)"
+)
+_ENV_HOSTPORT = re.compile(r"^(?P<host>[A-Za-z][A-Za-z0-9.-]*):(?P<port>[0-9]{1,5})$")
+
+
+def env_peers(
+    env: Mapping[str, str], namespace: str, ctx: BehaviourContext
+) -> tuple[list[Need], list[str]]:
+    """Services of the cluster or the release that the container's environment names: a URL
+    (``postgres://app@db:5432/app``), ``host:port``, or ``X_HOST`` with ``X_PORT``. Only names
+    that are Services the simulation knows count (an external name may not be dialled at start)."""
+    known = {
+        (str((svc.get("metadata") or {}).get("namespace") or namespace), str((svc.get("metadata") or {}).get("name"))): svc
+        for svc in ctx.services
+    }
+    found: list[tuple[str, str, int]] = []
+    for key, value in sorted(env.items()):
+        text = value.strip()
+        m = _ENV_URL.match(text)
+        if m is not None:
+            port = int(m.group("port") or _SCHEME_PORTS.get(m.group("scheme"), 0))
+            found.append((key, m.group("host"), port))
+            continue
+        m = _ENV_HOSTPORT.match(text)
+        if m is not None:
+            found.append((key, m.group("host"), int(m.group("port"))))
+            continue
+        for suffix in ("_HOST", "_HOSTNAME", "_SERVER"):
+            if key.endswith(suffix) and re.fullmatch(r"[A-Za-z][A-Za-z0-9.-]*", text):
+                port_text = env.get(key[: -len(suffix)] + "_PORT", "")
+                found.append((key, text, int(port_text) if port_text.isdigit() else 0))
+    needs: list[Need] = []
+    notes: list[str] = []
+    for key, host, port in found:
+        need = _name_need(host, port or 1, namespace, ctx.cluster_domain)
+        if need.kind == "kube-apiserver":
+            continue  # reached through KUBERNETES_SERVICE_HOST, covered by RBAC
+        if need.kind != "service":
+            continue
+        ns, name = need.host.split("/", 1)
+        svc = known.get((ns, name))
+        if svc is None:
+            continue
+        if not port:
+            ports = [int(p["port"]) for p in (svc.get("spec") or {}).get("ports") or () if "port" in p]
+            if not ports:
+                continue
+            need = Need("service", need.host, ports[0])
+        if need in needs:
+            continue
+        notes.append(f"needs {need}: environment variable {key} names it (assumed to connect at start)")
+        needs.append(need)
+    return needs, notes
+
+
 def _builtin_entries() -> Sequence[Any]:
     from helmsim.cluster.catalog import builtin_catalog
 
@@ -985,6 +1047,10 @@ def _container(
             notes.append(rbac_note)
         needs.extend(granted)
         notes.extend(grant_notes)
+        if not init:
+            peers, peer_notes = env_peers(view.env, namespace, ctx)
+            needs.extend(peers)
+            notes.extend(peer_notes)
     if program is not None:
         notes[:0] = program.notes
         if program.needs is not None:

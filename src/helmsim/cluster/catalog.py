@@ -22,22 +22,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
-    WithJsonSchema,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
-from helmsim.cluster.latency import to_seconds
 from helmsim.errors import InputError
+from helmsim.kube.duration import Seconds
 from helmsim.yamlio import key_lines, load_one
 
 API_VERSION = "helmsim.dev/v1alpha1"
@@ -45,19 +43,6 @@ KIND = "BehaviourCatalog"
 _DATA_PACKAGE = "helmsim"
 _DATA_DIR = "catalog"
 
-Seconds = Annotated[
-    float,
-    BeforeValidator(to_seconds),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "number", "minimum": 0},
-                {"type": "string", "pattern": "^([0-9]*(\\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$|^0$"},
-            ],
-            "description": "seconds, or a Go duration such as 90s, 5m, 1m30s",
-        }
-    ),
-]
 
 # The commands whose arguments the behaviour model parses itself (docs/behaviour.md).
 BuiltinCommand = Literal[
@@ -314,7 +299,7 @@ def image_repository(image: str) -> str:
 
 
 def _normalise_pattern(ref: str) -> str:
-    first, sep, rest = ref.partition("/")
+    first, sep, _ = ref.partition("/")
     if not sep:
         return f"docker.io/library/{ref}"
     # distribution/reference: the first component is a registry when it has a dot, a colon or
@@ -439,13 +424,13 @@ def catalog_json_schema() -> dict[str, Any]:
 
 __all__ = [
     "API_VERSION",
+    "KIND",
     "CatalogDocument",
     "CheckSpec",
     "CompiledEntry",
     "EntryMatch",
     "EntrySpec",
     "Flag",
-    "KIND",
     "Logs",
     "RetrySpec",
     "WebhookErrors",

@@ -210,11 +210,11 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
         began = sim.now
         deadline = start + retry.bound if retry is not None and retry.hard and retry.bound else None
         failure: tuple[str, str, int | None, bool, bool] | None = None  # need, error, event, network, fatal
-        for need in model.needs:
+        for target in model.needs:
             timeout = model.connect_timeout if deadline is None else max(0.0, min(model.connect_timeout, deadline - sim.now))
-            res = yield from rt.k.net.connect(rt.key, need, timeout, cause=last, container=name)
+            res = yield from rt.k.net.connect(rt.key, target, timeout, cause=last, container=name)
             if not res.ok:
-                failure = (str(need), res.error, res.event, True, False)
+                failure = (str(target), res.error, res.event, True, False)
                 break
             last = res.event
         if failure is None:
@@ -268,19 +268,7 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
             error = retry.give_up_error or error
             code = retry.exit_code
         line = model.log_failed.replace("{error}", error) if model.log_failed else f"Error: {error}"
-        logged = rt.log("container-log", f"{name}: {line}", ev, container=name, line=line)
-        rt.log(
-            "need-failed",
-            f"{name}: {need} failed ({error}): the run ends with exit code {code}",
-            logged,
-            container=name,
-            need=need,
-            error=error,
-            exitCode=code,
-            network=network,
-            entry=model.entry,
-        )
-        return code
+        return _give_up(rt, model, need, error, code, line, ev, network=network)
     rt.now_serving(name, run)
     if model.creates:
         code = yield from _create(rt, model, last)
@@ -299,6 +287,35 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
     faults = getattr(sim, "faults", None)
     forced = faults.exit_code(rt.store.get("Pod", *rt.key) or {}, name, run) if faults else None
     return int(forced) if forced is not None else model.exit_code
+
+
+def _give_up(
+    rt: PodRuntime,
+    model: ContainerModel,
+    need: str,
+    error: str,
+    code: int,
+    line: str,
+    cause: int | None,
+    *,
+    network: bool = True,
+) -> int:
+    """End the run on ``need``: the program's last log ``line``, then ``need-failed``; returns
+    the exit code."""
+    name = model.name
+    logged = rt.log("container-log", f"{name}: {line}", cause, container=name, line=line)
+    rt.log(
+        "need-failed",
+        f"{name}: {need} failed ({error}): the run ends with exit code {code}",
+        logged,
+        container=name,
+        need=need,
+        error=error,
+        exitCode=code,
+        network=network,
+        entry=model.entry,
+    )
+    return code
 
 
 def _actor(rt: PodRuntime) -> str:
@@ -390,19 +407,7 @@ def wait_loop(rt: PodRuntime, model: ContainerModel, cause: int) -> Generator[An
         if first and wait.resolve_once and wait.target.is_name and "lookup" in res.error:
             # bitnami/wait-for-port cmd.go validateHost: a host that does not resolve ends it.
             line = f"cannot resolve host {wait.target.host.split('/')[-1]!r}: {res.error}"
-            logged_id = rt.log("container-log", f"{model.name}: {line}", last, container=model.name, line=line)
-            rt.log(
-                "need-failed",
-                f"{model.name}: {wait.target} failed ({res.error}): the run ends with exit code 1",
-                logged_id,
-                container=model.name,
-                need=str(wait.target),
-                error=res.error,
-                exitCode=1,
-                network=True,
-                entry=model.entry,
-            )
-            return 1
+            return _give_up(rt, model, str(wait.target), res.error, 1, line, last)
         first = False
         if not logged:
             rt.log(
@@ -417,19 +422,7 @@ def wait_loop(rt: PodRuntime, model: ContainerModel, cause: int) -> Generator[An
             if end > sim.now:
                 yield sim.sleep(end - sim.now)
             text = wait.gave_up or f"gave up waiting for {wait.target} after {wait.bound:g} s"
-            done = rt.log("container-log", f"{model.name}: {text}", last, container=model.name, line=text)
-            rt.log(
-                "need-failed",
-                f"{model.name}: {wait.target} failed ({res.error}): gave up after {wait.bound:g} s, exit code {wait.exit_code}",
-                done,
-                container=model.name,
-                need=str(wait.target),
-                error=res.error,
-                exitCode=wait.exit_code,
-                network=True,
-                entry=model.entry,
-            )
-            return wait.exit_code
+            return _give_up(rt, model, str(wait.target), res.error, wait.exit_code, text, last)
         yield sim.sleep(wait.interval)
 
 
@@ -579,11 +572,11 @@ def now_serving(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], run: i
 
 __all__ = [
     "ASSUMED",
-    "assumed_behaviours",
     "PROBE_PERIOD",
-    "note_assumptions",
+    "assumed_behaviours",
     "behave",
     "evaluate_check",
+    "note_assumptions",
     "now_serving",
     "probe_times",
     "schedule_probes",

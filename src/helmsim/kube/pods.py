@@ -58,7 +58,7 @@ def _time(value: Any) -> datetime | None:
     if not value:
         return None
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        return datetime.fromisoformat(str(value))  # Python 3.11 reads the Z suffix
     except ValueError:
         return None
 

@@ -21,13 +21,13 @@ from typing import Any
 
 import simpy
 
+from helmsim.cluster import running
 from helmsim.cluster.behaviour import (
     BehaviourContext,
     ContainerModel,
     PodModel,
     model_pod,
 )
-from helmsim.cluster import running
 from helmsim.cluster.engine import Controller, Simulation
 from helmsim.cluster.netstate import network_state
 from helmsim.cluster.store import ApiUnreachable, clone, ref_of
