@@ -284,3 +284,28 @@ def test_docs_describe_every_builtin_entry_and_command() -> None:
         assert f"`{e.name}`" in docs, e.name
         if e.spec.command:
             assert f"`{e.spec.command}`" in docs, e.spec.command
+
+
+def test_a_binding_to_a_role_without_rules_is_no_api_server_need() -> None:
+    binding = {
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "g"},
+        "roleRef": {"kind": "ClusterRole", "name": "g"},
+        "subjects": [{"kind": "ServiceAccount", "name": "g", "namespace": "cert-manager"}],
+    }
+    empty = {"kind": "ClusterRole", "metadata": {"name": "g"}, "rules": []}
+    pod = _pod([{"name": "app", "image": "example.com/app:1"}], owner="ReplicaSet", policy="Always")
+    pod["spec"]["serviceAccountName"] = "g"
+    assert model_pod(pod, BehaviourContext(bindings=[binding], roles=[empty])).container("app").needs == ()
+    full = {**empty, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}
+    assert model_pod(pod, BehaviourContext(bindings=[binding], roles=[full])).container("app").needs == (
+        Need("kube-apiserver"),
+    )
+    # grafana's server does not use the account its sidecars need
+    pod["spec"]["containers"] = [
+        {"name": "grafana", "image": "docker.io/grafana/grafana:13.2.0"},
+        {"name": "sidecar", "image": "quay.io/kiwigrid/k8s-sidecar:2.10.1"},
+    ]
+    model = model_pod(pod, BehaviourContext(bindings=[binding], roles=[full]))
+    assert model.container("grafana").needs == () and model.container("grafana").known
+    assert model.container("sidecar").needs == (Need("kube-apiserver"),) and not model.container("sidecar").known

@@ -337,6 +337,8 @@ class BehaviourContext:
 
     policies: Sequence[Mapping[str, Any]] = ()
     bindings: Sequence[Mapping[str, Any]] = ()
+    roles: Sequence[Mapping[str, Any]] = ()
+    """Roles and ClusterRoles (to tell a binding to a role without rules)."""
     config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     services: Sequence[Mapping[str, Any]] = ()
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -454,11 +456,28 @@ def _rbac_binding(pod: Mapping[str, Any], ctx: BehaviourContext) -> str | None:
             if sns != namespace:
                 continue
             role = b.get("roleRef") or {}
+            if _grants_nothing(role, bns, ctx):
+                continue
             return (
                 f"talks to the API server: ServiceAccount {sa} is bound to "
                 f"{role.get('kind', 'Role')} {role.get('name', '?')} by {kind} {bmeta.get('name', '?')}"
             )
     return None
+
+
+def _grants_nothing(ref: Mapping[str, Any], binding_ns: str, ctx: BehaviourContext) -> bool:
+    """Whether the bound role is known and has no rules (nor an aggregationRule): binding an
+    account to it authorises nothing, so it says nothing about API calls (kubernetes
+    pkg/apis/rbac/types.go: a ClusterRole's rules may be aggregated from others)."""
+    kind, name = str(ref.get("kind") or "ClusterRole"), str(ref.get("name") or "")
+    for role in ctx.roles:
+        meta = role.get("metadata") or {}
+        if role.get("kind") != kind or str(meta.get("name")) != name:
+            continue
+        if kind == "Role" and str(meta.get("namespace") or "") != binding_ns:
+            continue
+        return not role.get("rules") and not role.get("aggregationRule")
+    return False
 
 
 # --- what the policies selecting the pod grant ------------------------------------------------------
@@ -1042,7 +1061,7 @@ def _container(
     needs: list[Need] = []
     described = program is not None and program.replaces_inference and program.needs is not None
     if not described:
-        if rbac_note:
+        if rbac_note and (program is None or program.rbac):
             needs.append(Need("kube-apiserver"))
             notes.append(rbac_note)
         needs.extend(granted)

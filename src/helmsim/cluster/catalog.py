@@ -192,6 +192,10 @@ class EntrySpec(_Model):
     needs: list[str] | None = None
     """Connections it makes, in order (kube-apiserver, dns, host:port, svc/<ns>/<name>:<port>,
     CIDR:port); omitted: inferred from RBAC and policies as for any container."""
+    api_server: Literal["inferred", "never"] = "inferred"
+    """``never``: the program does not call the API server even when its pod's ServiceAccount
+    is bound to a role (another container of the pod uses it); with ``needs`` omitted the
+    other inferences (policies, environment) still apply."""
     checks: list[CheckSpec] = Field(default_factory=list)
     retry: RetrySpec | None = None
     exit_code: int = Field(default=1, ge=0, le=255)

@@ -145,6 +145,8 @@ class Program:
     """``name (origin)`` of the catalog entry."""
     replaces_inference: bool
     """An image entry describes the whole program; a command entry only the command."""
+    rbac: bool = True
+    """Whether a RoleBinding of its ServiceAccount says it calls the API server."""
     needs: tuple[Need, ...] | None = None
     checks: tuple[Check, ...] = ()
     retry: Retry | None = None
@@ -322,9 +324,12 @@ def _image_program(spec: EntrySpec, label: str, view: ContainerView, namespace: 
         creates.append(filled)
     run = spec.run
     run_seconds = None if run in (None, "forever") else _duration(run, view)  # type: ignore[arg-type]
+    if spec.api_server == "never":
+        notes.append("does not call the API server, whatever its ServiceAccount is bound to (catalog entry)")
     return Program(
         entry=label,
         replaces_inference=True,
+        rbac=spec.api_server == "inferred",
         needs=needs,
         checks=tuple(checks),
         retry=retry,

@@ -182,7 +182,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
                 by_kind.setdefault(str(o.get("kind")), []).append(o)
         sim._release_by_kind = by_kind  # type: ignore[attr-defined]
 
-    cluster_scoped = ("ClusterRoleBinding", "CiliumClusterwideNetworkPolicy")
+    cluster_scoped = ("ClusterRoleBinding", "ClusterRole", "CiliumClusterwideNetworkPolicy")
 
     def gather(*kinds: str) -> list[Mapping[str, Any]]:
         seen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
@@ -212,6 +212,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
     return BehaviourContext(
         policies=gather("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"),
         bindings=gather("RoleBinding", "ClusterRoleBinding"),
+        roles=gather("Role", "ClusterRole"),
         config_maps=config_maps,
         services=gather("Service"),
         namespace_labels={
