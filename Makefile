@@ -1,5 +1,6 @@
 # helmsim: `make demo` and `make test` each set up .venv, install the project with its
-# dev extras, and run. Only Python 3.11+ and make are needed.
+# dev and ray extras (the Ray tests start a real local Ray cluster), and run. Only Python
+# 3.11+ and make are needed.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -7,11 +8,11 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: demo test install bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "helmsim needs Python 3.11+, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -6,6 +6,10 @@ failOn: error                            # error | warning | never (the CLI flag
 rules:
   HS112: off                             # off | note | warning | error (id or slug)
   workload-before-policy: error
+fleet:                                   # helmsim fleet's matrix (docs/fleet.md)
+  releases:
+    - target: charts/app
+      values: [charts/app/ci/*-values.yaml]
 ignore:
   - rule: HS102                          # id or slug; required
     object: PersistentVolumeClaim/*/hf-cache   # glob on Kind/ns/name; optional
@@ -33,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from helmsim import yamlio
 from helmsim.errors import InputError
+from helmsim.fleet.matrix import FleetMatrix
 
 CONFIG_NAME = ".helmsim.yaml"
 SeverityName = Literal["off", "note", "warning", "error"]
@@ -68,6 +73,8 @@ class Config(BaseModel):
     catalog: tuple[Any, ...] = Field(default=(), exclude=True)
     """Behaviour-catalog entries (``helmsim.cluster.catalog.CompiledEntry``), validated with
     this file's lines; they come before the built-in catalog."""
+    fleet: FleetMatrix | None = None
+    """The matrix of ``helmsim fleet`` (:mod:`helmsim.fleet.matrix`)."""
     source: str | None = Field(default=None, exclude=True)
 
     @field_validator("rules", mode="before")
@@ -109,7 +116,7 @@ def load_config(path: str | Path) -> Config:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InputError("must be a mapping (profiles, failOn, rules, ignore, catalog)", file=str(p), line=1)
+        raise InputError("must be a mapping (profiles, failOn, rules, ignore, catalog, fleet)", file=str(p), line=1)
     entries: tuple[Any, ...] = ()
     if "catalog" in data:
         from helmsim.cluster.catalog import validate_entries

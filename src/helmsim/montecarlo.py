@@ -3,8 +3,8 @@
 Run ``i`` of a report with seed ``S`` uses the seed :func:`run_seed` ``(S, i)`` (a hash, the same
 on every machine and in every process), so the same ``S`` gives the same report whatever the
 number of workers, and a failing run is replayed alone with ``--runs 1 --seed <run seed>``.
-Runs are spread over local cores (``concurrent.futures`` processes) or, with
-``backend="ray"``, over a Ray cluster (``pip install helmsim[ray]``). Each outcome's
+Runs are spread in chunks over local cores or, with ``backend="ray"``, over a Ray cluster
+(``pip install helmsim[ray]``), through :mod:`helmsim.taskpool`. Each outcome's
 probability carries a 95 % Wilson score interval (Wilson 1927; it stays inside [0, 1] and
 behaves at 0 and n successes, unlike the normal approximation).
 """
@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from helmsim import taskpool
 from helmsim.errors import InputError
 
 Z95 = 1.959963984540054
@@ -146,6 +145,16 @@ def _run_chunk(task: Task, items: Sequence[tuple[int, int]]) -> list[tuple[int, 
     return [(i, s, tuple(task(s))) for i, s in items]
 
 
+@dataclass(frozen=True)
+class _Chunk:
+    """A task of the pool: several runs of one Monte-Carlo task (picklable)."""
+
+    task: Task
+
+    def __call__(self, items: Sequence[tuple[int, int]]) -> list[tuple[int, int, tuple[Observation, ...]]]:
+        return _run_chunk(self.task, items)
+
+
 def _chunks(items: list[tuple[int, int]], n: int) -> list[list[tuple[int, int]]]:
     size = max(1, math.ceil(len(items) / n))
     return [items[i : i + size] for i in range(0, len(items), size)]
@@ -153,23 +162,7 @@ def _chunks(items: list[tuple[int, int]], n: int) -> list[list[tuple[int, int]]]
 
 def default_workers() -> int:
     """Local cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _mp_context() -> Any:
-    """Worker processes that never inherit Helm's engine: helm-python-sdk runs Go in-process,
-    and a Go runtime does not survive fork() (its threads are gone in the child), so workers
-    come from a fork server that has imported the simulator but not loaded Helm's library."""
-    import multiprocessing
-
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["helmsim.montecarlo", "helmsim.simulate"])
-        return ctx
-    return multiprocessing.get_context("spawn")
+    return taskpool.default_workers()
 
 
 def run_many(
@@ -178,51 +171,33 @@ def run_many(
     seed: int,
     *,
     workers: int | None = None,
-    backend: Backend = "local",
+    backend: Backend | taskpool.Backend = "local",
     progress: Callable[[int], None] | None = None,
+    stats: taskpool.PoolStats | None = None,
 ) -> Report:
-    """Run ``task`` ``runs`` times with the derived seeds and aggregate the observations."""
+    """Run ``task`` ``runs`` times with the derived seeds and aggregate the observations.
+
+    ``backend`` is ``local``/``ray`` or a :class:`helmsim.taskpool.Backend` (with a Ray
+    address); ``stats`` receives what each worker did (tasks, Helm loads, peak memory, retries).
+    """
     if runs < 1:
         raise InputError(f"--runs {runs}: need at least 1 run")
+    where = backend if isinstance(backend, taskpool.Backend) else taskpool.Backend(backend, workers)
+    n = where.workers or taskpool.default_workers()
     items = [(i, run_seed(seed, i)) for i in range(runs)]
-    if backend == "ray":
-        records = _run_ray(task, items)
-    elif backend == "local":
-        n = workers or default_workers()
-        if n <= 1 or runs < 4:
-            records = _run_chunk(task, items)
-        else:
-            records = []
-            # Small chunks balance the load (failing runs take longer); order is restored later.
-            with ProcessPoolExecutor(max_workers=n, mp_context=_mp_context()) as pool:
-                futures = [pool.submit(_run_chunk, task, c) for c in _chunks(items, n * 8)]
-                for fut in futures:
-                    records.extend(fut.result())
-                    if progress is not None:
-                        progress(len(records))
-    else:
-        raise InputError(f"--backend {backend!r}: expected local or ray")
+    if where.name == "local" and (n <= 1 or runs < 4):
+        where = taskpool.Backend("local", 1)
+    chunks = _chunks(items, 1 if where.workers == 1 else n * 8)
+    sizes = [len(c) for c in chunks]
+
+    def step(done: int, total: int) -> None:
+        if progress is not None:
+            progress(sum(sizes[:done]))
+
+    records: list[tuple[int, int, tuple[Observation, ...]]] = []
+    for chunk in taskpool.run_tasks(_Chunk(task), chunks, where, progress=step, stats=stats):
+        records.extend(chunk)
     return aggregate(records, seed)
-
-
-def _run_ray(task: Task, items: list[tuple[int, int]]) -> list[tuple[int, int, tuple[Observation, ...]]]:
-    try:
-        import ray  # type: ignore[import-not-found]
-    except ImportError:
-        raise InputError(
-            "--backend ray needs Ray: pip install 'helmsim[ray]' (or use the default --backend local)"
-        ) from None
-    if not ray.is_initialized():
-        # RAY_ADDRESS (e.g. ray://head:10001) selects a cluster; without it Ray starts locally.
-        ray.init(address=os.environ.get("RAY_ADDRESS"), ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(_run_chunk)
-    task_ref = ray.put(task)
-    n = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    refs = [remote.remote(task_ref, c) for c in _chunks(items, n * 8)]
-    out: list[tuple[int, int, tuple[Observation, ...]]] = []
-    for chunk in ray.get(refs):
-        out.extend(chunk)
-    return out
 
 
 # --- what a simulate run tells ---------------------------------------------------------------------

@@ -9,6 +9,7 @@ import typer
 
 from helmsim.cli import check as _check  # noqa: F401
 from helmsim.cli import diff as _diff  # noqa: F401
+from helmsim.cli import fleet as _fleet  # noqa: F401
 from helmsim.cli import plan as _plan  # noqa: F401
 from helmsim.cli import profiles as _profiles  # noqa: F401
 from helmsim.cli import render as _render  # noqa: F401

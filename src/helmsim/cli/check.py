@@ -144,14 +144,8 @@ def check_cmd(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the sampled runs (with --runs).")
     ] = 0,
-    backend: Annotated[
-        str,
-        typer.Option(
-            "--backend",
-            help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim\\[ray]').",
-            metavar="local|ray",
-        ),
-    ] = "local",
+    backend: options.Backend = "local",
+    ray_address: options.RayAddress = None,
 ) -> None:
     """Simulate each profile of the matrix, report findings with their causal chains, and check the fixes.
 
@@ -160,8 +154,7 @@ def check_cmd(
 
     Exit code 0 when no finding is at or above --fail-on, 1 when one is, 2 on bad input.
     """
-    if backend not in ("local", "ray"):
-        raise InputError(f"--backend {backend!r}: expected local or ray")
+    where = options.backend(backend, ray_address)
     cfg = config_for(target, config)
     names = list(profile or cfg.profiles or DEFAULT_PROFILES)
     profiles = [load_profile(n) for n in names]
@@ -200,7 +193,11 @@ def check_cmd(
             horizon=limit,
             verify_fixes=not no_verify,
             sampling=SamplingOptions(
-                runs, seed, backend, profile_args={p.name: n for p, n in zip(profiles, names)}
+                runs,
+                seed,
+                where.name,
+                ray_address=where.ray_address,
+                profile_args={p.name: n for p, n in zip(profiles, names)},
             )
             if runs
             else None,

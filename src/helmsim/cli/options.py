@@ -6,6 +6,9 @@ from typing import Annotated
 
 import typer
 
+from helmsim import taskpool
+from helmsim.errors import InputError
+
 Values = Annotated[
     list[str] | None,
     typer.Option("--values", "-f", help="Values file, merged in order (repeatable).", metavar="FILE"),
@@ -13,6 +16,22 @@ Values = Annotated[
 Set = Annotated[
     list[str] | None,
     typer.Option("--set", help="Set values on the command line, Helm strvals syntax (repeatable).", metavar="K=V"),
+]
+Backend = Annotated[
+    str,
+    typer.Option(
+        "--backend",
+        help="Where the sampled runs go: local (processes on this machine) or ray (a Ray cluster; pip install 'helmsim\\[ray]').",
+        metavar="local|ray",
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="With --backend ray: auto (the cluster `ray start` runs here), HOST:PORT (a cluster's GCS) or ray://HOST:10001 (Ray Client); default RAY_ADDRESS, else a new local Ray.",
+        metavar="auto|HOST:PORT|ray://HOST:10001",
+    ),
 ]
 ReleaseName = Annotated[str, typer.Option("--release-name", help="Release name.")]
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Release namespace.")]
@@ -39,6 +58,13 @@ Profile = Annotated[
         metavar="NAME|FILE",
     ),
 ]
+
+
+def backend(name: str, ray_address: str | None, workers: int | None = None) -> taskpool.Backend:
+    """The :class:`helmsim.taskpool.Backend` the flags name (bad names are one-line errors)."""
+    if name not in taskpool.BACKENDS:
+        raise InputError(f"--backend {name!r}: expected local or ray")
+    return taskpool.Backend(name, workers, ray_address)  # type: ignore[arg-type]
 
 
 def capabilities(

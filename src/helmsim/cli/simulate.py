@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from helmsim import montecarlo
+from helmsim import montecarlo, taskpool
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, console
@@ -86,7 +86,8 @@ def simulate_cmd(
         int,
         typer.Option("--runs", help="Monte Carlo: this many runs with latencies drawn from the profile's distributions (1: one sampled run with --seed).", min=0),
     ] = 0,
-    backend: Annotated[str, typer.Option("--backend", help="Monte Carlo backend: local (processes on this machine) or ray (pip install 'helmsim\\[ray]').", metavar="local|ray")] = "local",
+    backend: options.Backend = "local",
+    ray_address: options.RayAddress = None,
     fmt: Annotated[SimFormat, typer.Option("--format", help="Output format.")] = SimFormat.text,
     full_timeline: Annotated[bool, typer.Option("--full-timeline", help="Print every trace event, not just the notable ones.")] = False,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", metavar="FILE")] = None,
@@ -113,7 +114,7 @@ def simulate_cmd(
     # .helmsim.yaml's behaviour catalog applies to simulate as to check (docs/behaviour.md)
     releases = with_catalog(releases, config_for(target).catalog)
     if runs >= 2:
-        _monte_carlo(prof, releases, runs, seed, backend, fmt, output, horizon, unmapped_ready_after)
+        _monte_carlo(prof, releases, runs, seed, options.backend(backend, ray_address), fmt, output, horizon, unmapped_ready_after)
         return
     result = simulate(
         prof,
@@ -149,7 +150,7 @@ def _monte_carlo(
     releases: list[ReleaseInput],
     runs: int,
     seed: int,
-    backend: str,
+    backend: taskpool.Backend,
     fmt: SimFormat,
     output: str | None,
     horizon: str | None,
@@ -166,7 +167,7 @@ def _monte_carlo(
     unmapped = _seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after")
     task_type = HtmlSimulateTask if fmt is SimFormat.html else montecarlo.SimulateTask
     task = task_type(prof, tuple(releases), limit, unmapped)
-    result = montecarlo.run_many(task, runs, seed, backend=backend)  # type: ignore[arg-type]
+    result = montecarlo.run_many(task, runs, seed, backend=backend)
     if fmt is SimFormat.html:
         from helmsim.report.html import render_html
 

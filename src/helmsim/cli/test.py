@@ -16,6 +16,8 @@ from typing import Annotated, Any
 import typer
 
 from helmsim import montecarlo as mc
+from helmsim import taskpool
+from helmsim.cli import options
 from helmsim.cli.app import command, console
 from helmsim.cli.simulate import outcome_distributions, outcome_observations
 from helmsim.errors import InputError
@@ -99,7 +101,12 @@ class ScenarioTask:
 
 
 def run_monte_carlo(
-    loaded: LoadedScenario, runs: int, seed: int, backend: str, *, timeline: bool = False
+    loaded: LoadedScenario,
+    runs: int,
+    seed: int,
+    backend: str | taskpool.Backend = "local",
+    *,
+    timeline: bool = False,
 ) -> ScenarioReport:
     """Each expectation must hold in every run (or in ``minProbability`` of them).
 
@@ -107,7 +114,8 @@ def run_monte_carlo(
     outcome counts for the HTML report.
     """
     task = ScenarioTask(str(loaded.path), outcomes=timeline)
-    report = mc.run_many(task, runs, seed, backend=backend)  # type: ignore[arg-type]
+    where = backend if isinstance(backend, taskpool.Backend) else taskpool.Backend(backend)  # type: ignore[arg-type]
+    report = mc.run_many(task, runs, seed, backend=where)
     mine = tuple(s for s in report.stats if s.group == loaded.name)
     lines = expectation_lines(loaded)
     checked = []
@@ -267,12 +275,14 @@ def test_cmd(
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", metavar="FILE")] = None,
     runs: Annotated[int, typer.Option("--runs", help="Monte Carlo: runs per scenario with sampled latencies (1: one sampled run with --seed).", min=0)] = 0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sampled runs (with --runs).")] = 0,
-    backend: Annotated[str, typer.Option("--backend", help="Monte Carlo backend: local (processes on this machine) or ray.", metavar="local|ray")] = "local",
+    backend: options.Backend = "local",
+    ray_address: options.RayAddress = None,
 ) -> None:
     """Run scenario files and check every expectation, with the trace as evidence.
 
     Exit code 0 when every expectation holds, 1 when one fails, 2 on bad input.
     """
+    where = options.backend(backend, ray_address)
     html = fmt is TestFormat.html
     if html and not output:
         raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
@@ -283,7 +293,7 @@ def test_cmd(
     reports = []
     for sc in loaded:
         if runs >= 2:
-            reports.append(run_monte_carlo(sc, runs, seed, backend, timeline=html))
+            reports.append(run_monte_carlo(sc, runs, seed, where, timeline=html))
         elif runs == 1:
             reports.append(run_once(sc, seed=seed, sample=True))
         else:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helmsim import montecarlo as mc
+from helmsim import taskpool
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Severity
@@ -50,6 +51,8 @@ class SamplingOptions:
     seed: int = 0
     backend: str = "local"
     workers: int | None = None
+    ray_address: str | None = None
+    """With ``backend="ray"``: the cluster (``helmsim.taskpool.Backend.ray_address``)."""
     profile_args: Mapping[str, str] = field(default_factory=dict)
     """How the user named each profile (``name -> NAME|FILE``), for the replay command."""
 
@@ -328,8 +331,7 @@ def sample(
             task,
             options.runs,
             options.seed,
-            workers=options.workers,
-            backend=options.backend,  # type: ignore[arg-type]
+            backend=taskpool.Backend(options.backend, options.workers, options.ray_address),  # type: ignore[arg-type]
         )
     suffix = "" if horizon == DEFAULT_HORIZON else f" --horizon {horizon:g}s"
     replay = {

@@ -8,7 +8,8 @@ worst first, then by rule id, release and object, so the same inputs give the sa
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -19,6 +20,9 @@ from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Severity
 from helmsim.diagnose.sampling import SAMPLED, Sampling, pct
 from helmsim.montecarlo import Stat
+
+if TYPE_CHECKING:
+    from helmsim.fleet.run import FleetReport
 
 SCHEMA_VERSION = 1
 _OUTCOME_STYLE = {
@@ -74,6 +78,81 @@ def to_data(report: CheckReport, *, fail_on: str) -> dict[str, Any]:
     return out
 
 
+def fleet_to_data(fleet: FleetReport, *, fail_on: str) -> dict[str, Any]:
+    """The fleet's JSON: the matrix, totals, and each rehearsal's check document (its
+    ``schemaVersion``, ``tool`` and ``failOn`` once, at the top)."""
+    findings = [f for _, f in fleet.findings]
+    counts = {s.name: sum(1 for f in findings if f.severity == s) for s in sorted(Severity, reverse=True)}
+    suppressed = sum(len(r.suppressed) for _, r in fleet.rehearsals)
+    failing = {spec.key for spec, _ in fleet.at_or_above(fail_on)}
+    rehearsals = []
+    for spec, report in fleet.rehearsals:
+        doc = to_data(report, fail_on=fail_on)
+        for key in ("schemaVersion", "tool", "failOn"):
+            doc.pop(key)
+        rehearsals.append(
+            {
+                "rehearsal": spec.key,
+                "name": spec.name,
+                "target": spec.entry.target,
+                "values": list(spec.values),
+                **doc,
+            }
+        )
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "tool": {"name": "helmsim", "version": __version__},
+        "failOn": fail_on,
+        "passed": not failing,
+        "fleet": {
+            "profiles": list(fleet.profiles),
+            "rehearsals": len(fleet.rehearsals),
+            "runs": fleet.runs,
+            "seed": fleet.seed,
+        },
+        "summary": {**counts, "suppressed": suppressed, "failingRehearsals": len(failing)},
+        "rehearsals": rehearsals,
+    }
+
+
+def fleet_to_json(fleet: FleetReport, *, fail_on: str) -> str:
+    return json.dumps(fleet_to_data(fleet, fail_on=fail_on), indent=2, ensure_ascii=False) + "\n"
+
+
+def render_fleet_text(fleet: FleetReport, console: Console, *, fail_on: str) -> None:
+    """One summary table for the whole matrix (rehearsal, release × profile), then each
+    rehearsal's sampled distributions and findings, then the verdict."""
+    n = len(fleet.rehearsals)
+    head = f"helmsim fleet: {n} rehearsal{'s' if n != 1 else ''} × {len(fleet.profiles)} profiles"
+    if fleet.runs:
+        head += f", {fleet.runs} sampled run{'s' if fleet.runs != 1 else ''} per profile, seed {fleet.seed}"
+    console.print(head, markup=False)
+    console.print()
+    table = _table("HELMRELEASE", fleet.profiles, lead=("REHEARSAL",))
+    for spec, report in fleet.rehearsals:
+        for k, ref in enumerate(sorted(report.releases)):
+            table.add_row(
+                Text(spec.key if k == 0 else ""),
+                ref,
+                *(outcome_cell(report, ref, p) for p in fleet.profiles),
+            )
+    console.print(table)
+    console.print()
+    for spec, report in fleet.rehearsals:
+        if not (report.findings or report.sampling or report.suppressed or report.notes):
+            continue
+        console.print(Text(f"== {spec.key}", style="bold"))
+        _render_body(report, console)
+        _render_tail(report, console)
+        console.print()
+    findings = [f for _, f in fleet.findings]
+    suppressed = [f for _, r in fleet.rehearsals for f in r.suppressed]
+    failing = {spec.key for spec, _ in fleet.at_or_above(fail_on)}
+    verdict = Text("FAIL" if failing else "PASS", style="bold red" if failing else "bold green")
+    where = f" in {len(failing)} of {n} rehearsals" if failing else ""
+    console.print(Text.assemble(verdict, f" {_counts(findings, suppressed)}{where} (fail on: {fail_on})"))
+
+
 def finding_dict(f: Finding, sampling: Sampling | None) -> dict[str, Any]:
     """A finding as JSON; a race finding of a sampled check carries its figures per profile."""
     out = f.to_dict()
@@ -97,30 +176,46 @@ def to_json(report: CheckReport, *, fail_on: str) -> str:
 def render_text(report: CheckReport, console: Console, *, fail_on: str) -> None:
     """Summary table (release × profile: outcome and rule ids), the sampled distributions
     (``--runs``), then every finding."""
-    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
-    table.add_column("HELMRELEASE")
-    for p in report.profiles:
-        table.add_column(p.upper())
+    table = _table("HELMRELEASE", report.profiles)
     for ref in sorted(report.releases):
-        cells: list[Text | str] = [ref]
-        for p in report.profiles:
-            o = report.outcomes.get((ref, p))
-            if o is None:
-                cells.append("-")
-                continue
-            cell = Text(o.outcome, style=_OUTCOME_STYLE.get(o.outcome, ""))
-            if not o.simulated and o.outcome == "Ready":
-                cell = Text("Ready (not simulated)", style="dim")
-            dist = report.sampling.distribution(ref, p) if report.sampling is not None else None
-            if dist is not None and o.outcome == "Ready" and (bad := dist.not_ready()).count:
-                cell.append(f" ({100 * bad.probability:.1f} % not Ready)", style="red")
-            ids = sorted({f.rule for f in report.findings_for(ref, p)})
-            if ids:
-                cell.append(" " + " ".join(ids), style="bold")
-            cells.append(cell)
-        table.add_row(*cells)
+        table.add_row(ref, *(outcome_cell(report, ref, p) for p in report.profiles))
     console.print(table)
     console.print()
+    _render_body(report, console)
+    failing = report.at_or_above(fail_on)
+    verdict = Text("FAIL" if failing else "PASS", style="bold red" if failing else "bold green")
+    console.print(Text.assemble(verdict, f" {_counts(report.findings, report.suppressed)} (fail on: {fail_on})"))
+    _render_tail(report, console)
+
+
+def _table(first: str, profiles: Sequence[str], *, lead: Sequence[str] = ()) -> Table:
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    for column in (*lead, first):
+        table.add_column(column)
+    for p in profiles:
+        table.add_column(p.upper())
+    return table
+
+
+def outcome_cell(report: CheckReport, ref: str, profile: str) -> Text | str:
+    """A summary cell: the outcome, the share of sampled runs not Ready, the rule ids."""
+    o = report.outcomes.get((ref, profile))
+    if o is None:
+        return "-"
+    cell = Text(o.outcome, style=_OUTCOME_STYLE.get(o.outcome, ""))
+    if not o.simulated and o.outcome == "Ready":
+        cell = Text("Ready (not simulated)", style="dim")
+    dist = report.sampling.distribution(ref, profile) if report.sampling is not None else None
+    if dist is not None and o.outcome == "Ready" and (bad := dist.not_ready()).count:
+        cell.append(f" ({100 * bad.probability:.1f} % not Ready)", style="red")
+    ids = sorted({f.rule for f in report.findings_for(ref, profile)})
+    if ids:
+        cell.append(" " + " ".join(ids), style="bold")
+    return cell
+
+
+def _render_body(report: CheckReport, console: Console) -> None:
+    """The sampled distributions (``--runs``) and every finding."""
     if report.sampling is not None:
         for line in sampling_lines(report.sampling):
             console.print(line, markup=False, highlight=False)
@@ -129,25 +224,30 @@ def render_text(report: CheckReport, console: Console, *, fail_on: str) -> None:
         console.print("No findings.", style="green")
     for f in report.findings:
         _render_finding(f, console)
-    counts = {
-        s: sum(1 for f in report.findings if f.severity == s)
-        for s in (Severity.error, Severity.warning, Severity.note)
-    }
-    summary = (
-        ", ".join(f"{n} {s.name}{'s' if n != 1 else ''}" for s, n in counts.items() if n)
-        or "no findings"
-    )
-    if report.suppressed:
-        summary += f"; {len(report.suppressed)} suppressed"
-    failing = report.at_or_above(fail_on)
-    verdict = Text("FAIL" if failing else "PASS", style="bold red" if failing else "bold green")
-    console.print(Text.assemble(verdict, f" {summary} (fail on: {fail_on})"))
+
+
+def _render_tail(report: CheckReport, console: Console) -> None:
     for s in report.suppressed:
         console.print(
             f"  suppressed {s.rule} {s.location.obj}: {s.suppressed}", style="dim", markup=False
         )
     for note in report.notes:
         console.print(f"note: {note}", style="dim", markup=False)
+
+
+def _counts(findings: Sequence[Finding], suppressed: Sequence[Finding]) -> str:
+    """``2 errors, 1 warning; 1 suppressed`` (or ``no findings``)."""
+    counts = {
+        s: sum(1 for f in findings if f.severity == s)
+        for s in (Severity.error, Severity.warning, Severity.note)
+    }
+    summary = (
+        ", ".join(f"{n} {s.name}{'s' if n != 1 else ''}" for s, n in counts.items() if n)
+        or "no findings"
+    )
+    if suppressed:
+        summary += f"; {len(suppressed)} suppressed"
+    return summary
 
 
 def _render_finding(f: Finding, console: Console) -> None:

@@ -10,11 +10,15 @@ With ``--runs`` each suite carries ``<properties>`` (``helmsim.monteCarlo.runs``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Severity
 from helmsim.diagnose.sampling import Sampling, stat_text
+
+if TYPE_CHECKING:
+    from helmsim.fleet.run import FleetReport
 
 
 def _properties(suite: ET.Element, sampling: Sampling, profile: str) -> None:
@@ -34,74 +38,91 @@ def _properties(suite: ET.Element, sampling: Sampling, profile: str) -> None:
 
 
 def to_xml(report: CheckReport, *, fail_on: str) -> str:
-    floor = None if fail_on == "never" else Severity.parse(fail_on)
+    """A test suite per profile, a test case per release × profile."""
     suites = ET.Element("testsuites", name="helmsim check")
-    total = failures_total = skipped_total = 0
     for profile in report.profiles:
-        suite = ET.SubElement(suites, "testsuite", name=profile)
-        if report.sampling is not None:
-            _properties(suite, report.sampling, profile)
-        tests = failures = skipped = 0
-        for ref in sorted(report.releases):
-            o = report.outcomes.get((ref, profile))
-            if o is None:
-                continue
-            tests += 1
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=ref,
-                name=f"{ref} [{profile}]",
-                time=f"{(o.ready_at or 0.0):.3f}",
-            )
-            found = report.findings_for(ref, profile)
-            failing = []
-            other = []
-            for f in found:
-                occ = next(x for x in f.occurrences if x.profile == profile)
-                (failing if floor is not None and occ.severity >= floor else other).append((f, occ))
-            if failing:
-                failures += 1
-                f, occ = failing[0]
-                body = "\n\n".join(
-                    f"{ff.rule} {ff.slug} ({oo.severity.name}) {ff.location.obj} ({ff.location.file}:{ff.location.line})\n"
-                    f"{oo.message}\n" + "\n".join(f"  {s}" for s in oo.chain)
-                    for ff, oo in failing
-                )
-                el = ET.SubElement(
-                    case, "failure", message=f"{f.rule} {f.slug}: {occ.message}", type=f.rule
-                )
-                el.text = body
-            elif not o.simulated and not found:
-                skipped += 1
-                ET.SubElement(
-                    case, "skipped", message="not simulated: no local chart for this HelmRelease"
-                )
-            out = [f"outcome: {o.outcome} ({o.reason}) {o.message}".rstrip()]
-            out += [f"{ff.rule} {ff.slug} ({oo.severity.name}): {oo.message}" for ff, oo in other]
-            dist = report.sampling.distribution(ref, profile) if report.sampling else None
-            if dist is not None:
-                out.append(
-                    f"sampled ({dist.runs} runs): "
-                    + "; ".join(
-                        f"{s.label} {stat_text(s)}"
-                        + (f" seed {s.seed}" if s.seed is not None and s.count else "")
-                        for s in dist.outcomes
-                    )
-                )
-            ET.SubElement(case, "system-out").text = "\n".join(out)
-        suite.set("tests", str(tests))
-        suite.set("failures", str(failures))
-        suite.set("errors", "0")
-        suite.set("skipped", str(skipped))
-        total += tests
-        failures_total += failures
-        skipped_total += skipped
-    suites.set("tests", str(total))
-    suites.set("failures", str(failures_total))
+        _suite(suites, report, profile, fail_on, profile)
+    return _finish(suites)
+
+
+def fleet_to_xml(fleet: FleetReport, *, fail_on: str) -> str:
+    """A test suite per rehearsal × profile (``NAME [values] / PROFILE``)."""
+    suites = ET.Element("testsuites", name="helmsim fleet")
+    for spec, report in fleet.rehearsals:
+        for profile in report.profiles:
+            _suite(suites, report, profile, fail_on, f"{spec.key} / {profile}")
+    return _finish(suites)
+
+
+def _finish(suites: ET.Element) -> str:
+    for attr in ("tests", "failures", "skipped"):
+        suites.set(attr, str(sum(int(s.get(attr, "0")) for s in suites)))
     suites.set("errors", "0")
-    suites.set("skipped", str(skipped_total))
+    order = ("name", "tests", "failures", "errors", "skipped")
+    suites.attrib = {k: suites.attrib[k] for k in order}
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
     )
+
+
+def _suite(
+    suites: ET.Element, report: CheckReport, profile: str, fail_on: str, name: str
+) -> None:
+    floor = None if fail_on == "never" else Severity.parse(fail_on)
+    suite = ET.SubElement(suites, "testsuite", name=name)
+    if report.sampling is not None:
+        _properties(suite, report.sampling, profile)
+    tests = failures = skipped = 0
+    for ref in sorted(report.releases):
+        o = report.outcomes.get((ref, profile))
+        if o is None:
+            continue
+        tests += 1
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=ref,
+            name=f"{ref} [{profile}]",
+            time=f"{(o.ready_at or 0.0):.3f}",
+        )
+        found = report.findings_for(ref, profile)
+        failing = []
+        other = []
+        for f in found:
+            occ = next(x for x in f.occurrences if x.profile == profile)
+            (failing if floor is not None and occ.severity >= floor else other).append((f, occ))
+        if failing:
+            failures += 1
+            f, occ = failing[0]
+            body = "\n\n".join(
+                f"{ff.rule} {ff.slug} ({oo.severity.name}) {ff.location.obj} ({ff.location.file}:{ff.location.line})\n"
+                f"{oo.message}\n" + "\n".join(f"  {s}" for s in oo.chain)
+                for ff, oo in failing
+            )
+            el = ET.SubElement(
+                case, "failure", message=f"{f.rule} {f.slug}: {occ.message}", type=f.rule
+            )
+            el.text = body
+        elif not o.simulated and not found:
+            skipped += 1
+            ET.SubElement(
+                case, "skipped", message="not simulated: no local chart for this HelmRelease"
+            )
+        out = [f"outcome: {o.outcome} ({o.reason}) {o.message}".rstrip()]
+        out += [f"{ff.rule} {ff.slug} ({oo.severity.name}): {oo.message}" for ff, oo in other]
+        dist = report.sampling.distribution(ref, profile) if report.sampling else None
+        if dist is not None:
+            out.append(
+                f"sampled ({dist.runs} runs): "
+                + "; ".join(
+                    f"{s.label} {stat_text(s)}"
+                    + (f" seed {s.seed}" if s.seed is not None and s.count else "")
+                    for s in dist.outcomes
+                )
+            )
+        ET.SubElement(case, "system-out").text = "\n".join(out)
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helmsim import __version__
 from helmsim.diagnose.check import CheckReport
@@ -20,15 +20,20 @@ from helmsim.diagnose.model import Finding, Severity
 from helmsim.diagnose.registry import all_rules
 from helmsim.diagnose.sampling import Sampling, stat_dict
 
+if TYPE_CHECKING:
+    from helmsim.fleet.run import FleetReport
+
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "helmsimFinding/v1"
 SRCROOT = "SRCROOT"
 _LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.note: "note"}
 
 
-def fingerprint(f: Finding) -> str:
-    """Stable across runs and line moves: rule, release and object (sha256, hex)."""
-    return hashlib.sha256(f"{f.rule}|{f.release}|{f.location.obj}".encode()).hexdigest()
+def fingerprint(f: Finding, rehearsal: str | None = None) -> str:
+    """Stable across runs and line moves: rule, release and object (sha256, hex); in a fleet
+    also the rehearsal, since one object can fail under one values file and not another."""
+    key = f"{f.rule}|{f.release}|{f.location.obj}"
+    return hashlib.sha256((key if rehearsal is None else f"{rehearsal}|{key}").encode()).hexdigest()
 
 
 def _artifact(path: str, base: Path) -> dict[str, str]:
@@ -60,14 +65,21 @@ def _monte_carlo(f: Finding, sampling: Sampling) -> dict[str, Any]:
 
 
 def _result(
-    f: Finding, index: dict[str, int], base: Path, sampling: Sampling | None = None
+    f: Finding,
+    index: dict[str, int],
+    base: Path,
+    sampling: Sampling | None = None,
+    rehearsal: str | None = None,
 ) -> dict[str, Any]:
     worst = f.worst
     result: dict[str, Any] = {
         "ruleId": f.rule,
         "ruleIndex": index[f.rule],
         "level": _LEVEL[f.severity],
-        "message": {"text": f"{f.message} [{', '.join(f.profiles)}]"},
+        "message": {
+            "text": f"{f.message} [{', '.join(f.profiles)}]"
+            + ("" if rehearsal is None else f" (rehearsal {rehearsal})")
+        },
         "locations": [
             {
                 "physicalLocation": {
@@ -77,8 +89,9 @@ def _result(
                 "logicalLocations": [{"fullyQualifiedName": f.location.obj, "kind": "resource"}],
             }
         ],
-        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(f)},
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(f, rehearsal)},
         "properties": {
+            **({} if rehearsal is None else {"rehearsal": rehearsal}),
             "release": f.release,
             "profiles": f.profiles,
             "occurrences": [o.to_dict() for o in f.occurrences],
@@ -116,14 +129,37 @@ def _result(
 
 def to_data(report: CheckReport, *, base: str | os.PathLike[str] = ".") -> dict[str, Any]:
     """The SARIF log as a dict; ``base`` is the directory artifact URIs are relative to."""
-    rules = all_rules()
-    index = {r.id: i for i, r in enumerate(rules)}
-    root = Path(base)
-    findings = [*report.findings, *report.suppressed]
-    findings.sort(key=lambda f: f.sort_key)
     invocation: dict[str, Any] = {"profiles": report.profiles}
     if report.sampling is not None:
         invocation["monteCarlo"] = {"runs": report.sampling.runs, "seed": report.sampling.seed}
+    return _log([(None, report)], invocation, Path(base))
+
+
+def fleet_to_data(fleet: FleetReport, *, base: str | os.PathLike[str] = ".") -> dict[str, Any]:
+    """One SARIF run for the whole matrix: every rehearsal's findings, each naming its
+    rehearsal (``properties.rehearsal``, also part of its fingerprint)."""
+    invocation: dict[str, Any] = {
+        "profiles": fleet.profiles,
+        "rehearsals": [spec.key for spec, _ in fleet.rehearsals],
+    }
+    if fleet.runs:
+        invocation["monteCarlo"] = {"runs": fleet.runs, "seed": fleet.seed}
+    return _log([(spec.key, r) for spec, r in fleet.rehearsals], invocation, Path(base))
+
+
+def fleet_to_json(fleet: FleetReport, *, base: str | os.PathLike[str] = ".") -> str:
+    return json.dumps(fleet_to_data(fleet, base=base), indent=2, ensure_ascii=False) + "\n"
+
+
+def _log(
+    reports: list[tuple[str | None, CheckReport]], invocation: dict[str, Any], root: Path
+) -> dict[str, Any]:
+    rules = all_rules()
+    index = {r.id: i for i, r in enumerate(rules)}
+    results = []
+    for rehearsal, report in reports:
+        findings = sorted([*report.findings, *report.suppressed], key=lambda f: f.sort_key)
+        results += [_result(f, index, root, report.sampling, rehearsal) for f in findings]
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -147,7 +183,7 @@ def to_data(report: CheckReport, *, base: str | os.PathLike[str] = ".") -> dict[
                 },
                 "originalUriBaseIds": {SRCROOT: {"uri": root.resolve().as_uri() + "/"}},
                 "invocations": [{"executionSuccessful": True, "properties": invocation}],
-                "results": [_result(f, index, root, report.sampling) for f in findings],
+                "results": results,
             }
         ],
     }

@@ -1,0 +1,377 @@
+"""Run picklable tasks on local worker processes or on a Ray cluster; results stream back.
+
+One interface for every parallel run of helmsim (``simulate/check/test --runs``, ``fleet``):
+:func:`run_tasks` calls ``fn(item)`` for each item and returns the values in item order, so the
+same items give the same values whatever the backend, the number of workers or the order in
+which tasks finish. Each task also reports which worker ran it, whether it loaded Helm's engine
+there and the worker's peak memory (:class:`PoolStats`); on Ray, a task whose worker died is
+retried by Ray (``max_retries``) and the lost worker is reported.
+
+Helm's engine (helm-python-sdk) runs Go in-process, and a Go runtime does not survive
+``fork()``: local workers come from a fork server that has not loaded it, and Ray workers are
+fresh processes started by the raylet. Either way a worker loads Helm once and keeps it for
+every later task it runs (Ray reuses worker processes for CPU tasks).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from helmsim.errors import InputError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+BackendName = Literal["local", "ray"]
+BACKENDS: tuple[BackendName, ...] = ("local", "ray")
+
+RAY_MAX_RETRIES = 3
+"""Times Ray reruns a task whose worker process died (ray.remote ``max_retries``; Ray's own
+default for tasks). Exceptions raised by the task itself are not retried: they are answers."""
+
+HELM_MODULE = "helm_python._native"
+"""The module whose import loads Helm's Go library (libhelm_c) into the process."""
+
+
+class WorkerLost(InputError):
+    """A task's worker died more often than Ray retries it: the run cannot complete."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where tasks run: ``local`` processes (``workers``: default the usable cores; 1 runs in
+    this process) or ``ray`` at ``ray_address`` (None: ``RAY_ADDRESS`` if set, else a new
+    local Ray instance; ``auto``: the cluster ``ray start`` runs on this machine;
+    ``HOST:PORT``: a cluster's GCS; ``ray://HOST:10001``: Ray Client)."""
+
+    name: BackendName = "local"
+    workers: int | None = None
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in BACKENDS:
+            raise InputError(f"--backend {self.name!r}: expected local or ray")
+        if self.ray_address is not None and self.name != "ray":
+            raise InputError("--ray-address needs --backend ray")
+
+
+@dataclass(frozen=True)
+class Done(Generic[R]):
+    """One finished task: its position, its value and what it cost its worker."""
+
+    index: int
+    value: R
+    worker: str
+    """``HOST pid N`` of the process that ran it."""
+    helm_loaded: bool
+    """This task loaded Helm's library into its worker (the worker's first render)."""
+    peak_rss: int
+    """The worker's peak resident memory after the task, in bytes."""
+
+
+@dataclass(frozen=True)
+class WorkerStat:
+    """What one worker process did."""
+
+    worker: str
+    tasks: int
+    helm_loads: int
+    peak_rss: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "worker": self.worker,
+            "tasks": self.tasks,
+            "helmLoads": self.helm_loads,
+            "peakRssBytes": self.peak_rss,
+        }
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A task Ray ran again because the worker running it died."""
+
+    index: int
+    lost: tuple[str, ...]
+    """Workers that started the task and died before finishing it."""
+    finished_on: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.index, "lostWorkers": list(self.lost), "finishedOn": self.finished_on}
+
+
+@dataclass
+class PoolStats:
+    """How a run went: the backend, each worker's tasks and peak memory, and retried tasks.
+
+    Not part of any report (it depends on the machine); the CLI prints it on a terminal and
+    writes it with ``--stats FILE``.
+    """
+
+    backend: str
+    tasks: int = 0
+    workers: list[WorkerStat] = field(default_factory=list)
+    retries: list[Retry] = field(default_factory=list)
+
+    def lines(self, what: str = "task") -> list[str]:
+        out = [f"{self.tasks} {what}(s) on {self.backend}, {len(self.workers)} worker(s)"]
+        for w in self.workers:
+            loads = {0: "Helm not loaded", 1: "Helm loaded once"}.get(
+                w.helm_loads, f"Helm loaded {w.helm_loads} times"
+            )
+            out.append(
+                f"  {w.worker}: {w.tasks} {what}(s), {loads}, peak RSS {w.peak_rss / 2**20:.0f} MiB"
+            )
+        for r in self.retries:
+            out.append(
+                f"  {what} {r.index}: worker {', '.join(r.lost)} died while running it; "
+                f"Ray retried it on {r.finished_on} (nothing lost)"
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "tasks": self.tasks,
+            "workers": [w.to_dict() for w in self.workers],
+            "retries": [r.to_dict() for r in self.retries],
+        }
+
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)`` after each finished task."""
+
+
+# --- what runs in the worker ------------------------------------------------------------------------
+def worker_id() -> str:
+    """``HOST pid N`` of this process (the Ray node's address on Ray)."""
+    host = os.uname().nodename
+    if "ray" in sys.modules:
+        try:
+            import ray
+
+            if ray.is_initialized():
+                host = ray.util.get_node_ip_address()
+        except Exception:  # noqa: BLE001 - an identifier only; never fail a task for it
+            pass
+    return f"{host} pid {os.getpid()}"
+
+
+def peak_rss() -> int:
+    """This process's peak resident set size in bytes (getrusage; Linux counts KiB)."""
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kib if sys.platform == "darwin" else kib * 1024
+
+
+def execute(fn: Callable[[T], R], index: int, item: T, ledger: Any = None) -> Done[R]:
+    """Run one task and describe its worker (module level: picklable, importable by Ray)."""
+    if ledger is not None:  # record the start first: a worker killed mid-task is then known
+        import ray
+
+        ray.get(ledger.started.remote(index, worker_id()))
+    before = HELM_MODULE in sys.modules
+    value = fn(item)
+    loaded = not before and HELM_MODULE in sys.modules
+    return Done(index, value, worker_id(), loaded, peak_rss())
+
+
+def _execute_many(fn: Callable[[T], R], batch: Sequence[tuple[int, T]]) -> list[Done[R]]:
+    return [execute(fn, i, item) for i, item in batch]
+
+
+# --- running -------------------------------------------------------------------------------------------
+def default_workers() -> int:
+    """Local cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def mp_context() -> Any:
+    """Worker processes that never inherit Helm's engine: a fork server that has imported the
+    simulator but not loaded Helm's library (spawn where there is no fork server)."""
+    import multiprocessing
+
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["helmsim.taskpool", "helmsim.montecarlo", "helmsim.simulate"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def iter_tasks(
+    fn: Callable[[T], R], items: Sequence[T], backend: Backend, stats: PoolStats | None = None
+) -> Iterator[Done[R]]:
+    """Each task's :class:`Done` as soon as it finishes (any order); ``stats`` is filled in."""
+    stats = stats if stats is not None else PoolStats(backend.name)
+    stats.backend = backend.name if backend.name == "local" else f"ray ({backend.ray_address or os.environ.get('RAY_ADDRESS') or 'local instance'})"
+    if backend.name == "ray":
+        yield from _iter_ray(fn, items, backend, stats)
+        return
+    n = min(backend.workers or default_workers(), len(items))
+    if n <= 1:
+        for i, item in enumerate(items):
+            yield execute(fn, i, item)
+        return
+    # Several items per submission keep the pipe busy; small enough to balance uneven tasks.
+    size = max(1, len(items) // (n * 4))
+    numbered = list(enumerate(items))
+    batches = [numbered[k : k + size] for k in range(0, len(numbered), size)]
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=mp_context())
+    try:
+        pending: set[Future[list[Done[R]]]] = {pool.submit(_execute_many, fn, b) for b in batches}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                yield from fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_tasks(
+    fn: Callable[[T], R],
+    items: Sequence[T],
+    backend: Backend,
+    *,
+    progress: Progress | None = None,
+    stats: PoolStats | None = None,
+) -> list[R]:
+    """``[fn(item) for item in items]`` on ``backend``: the same list whatever ran where."""
+    stats = stats if stats is not None else PoolStats(backend.name)
+    done: dict[int, Done[R]] = {}
+    for d in iter_tasks(fn, items, backend, stats):
+        done[d.index] = d
+        if progress is not None:
+            progress(len(done), len(items))
+    ordered = [done[i] for i in range(len(items))]
+    stats.tasks = len(ordered)
+    stats.workers = _worker_stats(ordered)
+    return [d.value for d in ordered]
+
+
+def _worker_stats(done: Sequence[Done[Any]]) -> list[WorkerStat]:
+    by: dict[str, list[Done[Any]]] = {}
+    for d in done:
+        by.setdefault(d.worker, []).append(d)
+    return [
+        WorkerStat(w, len(ds), sum(d.helm_loaded for d in ds), max(d.peak_rss for d in ds))
+        for w, ds in sorted(by.items())
+    ]
+
+
+# --- Ray ---------------------------------------------------------------------------------------------
+class Ledger:
+    """A Ray actor recording which worker started which task: a task started twice lost its
+    first worker (Ray retried it after the worker died)."""
+
+    def __init__(self) -> None:
+        self.starts: dict[int, list[str]] = {}
+
+    def started(self, index: int, worker: str) -> None:
+        self.starts.setdefault(index, []).append(worker)
+
+    def all(self) -> dict[int, list[str]]:
+        return self.starts
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or one line saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError(
+            "--backend ray needs Ray: pip install 'helmsim[ray]' (or use the default --backend local)"
+        ) from None
+    return ray
+
+
+def connect(address: str | None) -> Any:
+    """Connect this process to Ray once (later calls reuse the connection)."""
+    import logging
+
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray
+    target = address or os.environ.get("RAY_ADDRESS")
+    kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+    if target is None:
+        kwargs.update(address="local", include_dashboard=False)
+    else:
+        kwargs.update(address=target)
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"--ray-address {target}: cannot connect to a Ray cluster: {first}") from None
+    return ray
+
+
+def _iter_ray(
+    fn: Callable[[T], R], items: Sequence[T], backend: Backend, stats: PoolStats
+) -> Iterator[Done[R]]:
+    ray = connect(backend.ray_address)
+    ledger = ray.remote(num_cpus=0)(Ledger).remote()
+    remote = ray.remote(max_retries=RAY_MAX_RETRIES, retry_exceptions=False)(execute)
+    fn_ref = ray.put(fn)
+    pending = {remote.remote(fn_ref, i, item, ledger): i for i, item in enumerate(items)}
+    finished: dict[int, str] = {}
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                index = pending.pop(ref)
+                try:
+                    done = ray.get(ref)
+                except ray.exceptions.RayTaskError as err:
+                    cause = getattr(err, "cause", None)
+                    if isinstance(cause, BaseException):
+                        raise cause from None
+                    raise
+                except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as err:
+                    raise WorkerLost(
+                        f"task {index}: its Ray worker died {RAY_MAX_RETRIES + 1} times "
+                        f"(Ray retries a lost task {RAY_MAX_RETRIES} times): {type(err).__name__}"
+                    ) from None
+                finished[index] = done.worker
+                yield done
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+    starts = ray.get(ledger.all.remote())
+    ray.kill(ledger)
+    for index in sorted(starts):
+        attempts = starts[index]
+        if len(attempts) > 1 and index in finished:
+            lost = list(attempts)
+            lost.remove(finished[index])
+            stats.retries.append(Retry(index, tuple(lost), finished[index]))
+
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendName",
+    "Done",
+    "PoolStats",
+    "Progress",
+    "RAY_MAX_RETRIES",
+    "Retry",
+    "WorkerLost",
+    "WorkerStat",
+    "connect",
+    "default_workers",
+    "execute",
+    "import_ray",
+    "iter_tasks",
+    "mp_context",
+    "peak_rss",
+    "run_tasks",
+    "worker_id",
+]
