@@ -16,6 +16,7 @@ every later task it runs (Ray reuses worker processes for CPU tasks).
 from __future__ import annotations
 
 import os
+import pickle
 import resource
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -169,16 +170,24 @@ def peak_rss() -> int:
     return kib if sys.platform == "darwin" else kib * 1024
 
 
-def execute(fn: Callable[[T], R], index: int, item: T, ledger: Any = None) -> Done[R]:
-    """Run one task and describe its worker (module level: picklable, importable by Ray)."""
-    if ledger is not None:  # record the start first: a worker killed mid-task is then known
-        import ray
-
-        ray.get(ledger.started.remote(index, worker_id()))
+def execute(fn: Callable[[T], R], index: int, item: T) -> Done[R]:
+    """Run one task and describe its worker."""
     before = HELM_MODULE in sys.modules
     value = fn(item)
     loaded = not before and HELM_MODULE in sys.modules
     return Done(index, value, worker_id(), loaded, peak_rss())
+
+
+def execute_pickled(fn: bytes, index: int, item: bytes, ledger: Any) -> Done[Any]:
+    """A Ray task: record its start with ``ledger``, then unpickle and run it. Recording comes
+    before unpickling (which imports the simulator in a fresh worker), so a worker killed at
+    any point of the task is known."""
+    import ray
+
+    ray.get(ledger.started.remote(index, worker_id()))
+    done = execute(pickle.loads(fn), index, pickle.loads(item))
+    ray.get(ledger.done.remote(index, done.worker))
+    return done
 
 
 def _execute_many(fn: Callable[[T], R], batch: Sequence[tuple[int, T]]) -> list[Done[R]]:
@@ -267,18 +276,30 @@ def _worker_stats(done: Sequence[Done[Any]]) -> list[WorkerStat]:
 
 
 # --- Ray ---------------------------------------------------------------------------------------------
+LEDGER_PREFIX = "helmsim-ledger-"
+"""Name prefix of the Ray actor that records task starts (one per run)."""
+
+
 class Ledger:
     """A Ray actor recording which worker started which task: a task started twice lost its
     first worker (Ray retried it after the worker died)."""
 
     def __init__(self) -> None:
         self.starts: dict[int, list[str]] = {}
+        self.finished: set[tuple[int, str]] = set()
 
     def started(self, index: int, worker: str) -> None:
         self.starts.setdefault(index, []).append(worker)
 
+    def done(self, index: int, worker: str) -> None:
+        self.finished.add((index, worker))
+
     def all(self) -> dict[int, list[str]]:
         return self.starts
+
+    def running(self) -> dict[str, int]:
+        """Worker → the task it has started and not finished."""
+        return {w: i for i, ws in self.starts.items() for w in ws if (i, w) not in self.finished}
 
 
 def import_ray() -> Any:
@@ -317,10 +338,15 @@ def _iter_ray(
     fn: Callable[[T], R], items: Sequence[T], backend: Backend, stats: PoolStats
 ) -> Iterator[Done[R]]:
     ray = connect(backend.ray_address)
-    ledger = ray.remote(num_cpus=0)(Ledger).remote()
-    remote = ray.remote(max_retries=RAY_MAX_RETRIES, retry_exceptions=False)(execute)
-    fn_ref = ray.put(fn)
-    pending = {remote.remote(fn_ref, i, item, ledger): i for i, item in enumerate(items)}
+    # named, so an operator (or a test) can ask which worker runs which task
+    name = f"{LEDGER_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+    ledger = ray.remote(num_cpus=0)(Ledger).options(name=name).remote()
+    ray.get(ledger.all.remote())  # up before any task: a task's start is recorded at once
+    remote = ray.remote(max_retries=RAY_MAX_RETRIES, retry_exceptions=False)(execute_pickled)
+    fn_ref = ray.put(pickle.dumps(fn))
+    pending = {
+        remote.remote(fn_ref, i, pickle.dumps(item), ledger): i for i, item in enumerate(items)
+    }
     finished: dict[int, str] = {}
     try:
         while pending:
@@ -359,6 +385,8 @@ __all__ = [
     "Backend",
     "BackendName",
     "Done",
+    "LEDGER_PREFIX",
+    "Ledger",
     "PoolStats",
     "Progress",
     "RAY_MAX_RETRIES",
@@ -368,6 +396,7 @@ __all__ = [
     "connect",
     "default_workers",
     "execute",
+    "execute_pickled",
     "import_ray",
     "iter_tasks",
     "mp_context",
