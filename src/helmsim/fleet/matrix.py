@@ -220,6 +220,8 @@ def from_flags(
     """The matrix ``helmsim fleet TARGET… --values GLOB…`` describes: each target, rehearsed
     once per values file matching a glob inside it (chart-testing's ``ci/*-values.yaml``
     convention), or once with its own values when none matches."""
+    # helm/chart-testing pkg/chart/chart.go ValuesFilePathsForCI: ci/*-values.yaml, one install
+    # each; with none, installAndTestChartRelease tests the chart's defaults
     entries = []
     for t in targets:
         base = Path(t)
