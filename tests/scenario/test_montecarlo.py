@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,8 +78,8 @@ def test_bad_runs_and_backend() -> None:
         mc.run_many(Coin(0.5), 2, 1, backend="mars")  # type: ignore[arg-type]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="ray is installed here")
-def test_ray_backend_without_ray_says_how_to_install_it() -> None:
+def test_ray_backend_without_ray_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed: import fails
     with pytest.raises(InputError, match=r"pip install 'helmsim\[ray\]'"):
         mc.run_many(Coin(0.5), 4, 1, backend="ray")
 

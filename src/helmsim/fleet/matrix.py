@@ -144,8 +144,9 @@ def expand(
         target = resolve(entry.target)
         if not target.exists():
             raise fail(f"releases[{i}].target: {entry.target}: no such chart or directory", i, "target")
-        fixed = {
-            "target": display_path(target),
+        target_shown = display_path(target)
+        fixed: dict[str, Any] = {
+            "target": target_shown,
             "helmrelease": tuple(display_path(resolve(h)) for h in entry.helmrelease),
             "chart": tuple(_chart_map(c, resolve) for c in entry.chart),
             "upgrade_from": display_path(resolve(entry.upgrade_from)) if entry.upgrade_from else None,
@@ -155,7 +156,7 @@ def expand(
             if not resolve(h).exists():
                 raise fail(f"releases[{i}].helmrelease[{k}]: {h}: no such file or directory", i, "helmrelease", k)
         resolved = entry.model_copy(update=fixed)
-        name = entry.name or fixed["target"]
+        name = entry.name or target_shown
         if name in names:
             raise fail(
                 f"releases[{i}]: the name {name!r} is already used by releases[{names[name]}] "
@@ -175,13 +176,13 @@ def expand(
                         raise fail(f"releases[{i}].values[{j}]: {item}: no such file", *loc)
                     variants.append(((display_path(m),), _line(lines, (*prefix, "releases", *loc))))
             else:
-                files = []
+                layered: list[str] = []
                 for k, path in enumerate(item):
                     p = resolve(path)
                     if not p.is_file():
                         raise fail(f"releases[{i}].values[{j}][{k}]: {path}: no such file", *loc, k)
-                    files.append(display_path(p))
-                variants.append((tuple(files), _line(lines, (*prefix, "releases", *loc))))
+                    layered.append(display_path(p))
+                variants.append((tuple(layered), _line(lines, (*prefix, "releases", *loc))))
         seen: set[tuple[str, ...]] = set()
         for files, line in variants:
             if files in seen:

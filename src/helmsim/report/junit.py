@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
 from helmsim.diagnose.check import CheckReport
-from helmsim.diagnose.model import Severity
+from helmsim.diagnose.model import Finding, Occurrence, Severity
 from helmsim.diagnose.sampling import Sampling, stat_text
 
 if TYPE_CHECKING:
@@ -87,8 +87,8 @@ def _suite(
             time=f"{(o.ready_at or 0.0):.3f}",
         )
         found = report.findings_for(ref, profile)
-        failing = []
-        other = []
+        failing: list[tuple[Finding, Occurrence]] = []
+        other: list[tuple[Finding, Occurrence]] = []
         for f in found:
             occ = next(x for x in f.occurrences if x.profile == profile)
             (failing if floor is not None and occ.severity >= floor else other).append((f, occ))
