@@ -5,31 +5,17 @@ JUnit."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import jsonschema
 import pytest
 from junitparser import JUnitXml
-from typer.testing import CliRunner
-
-from helmsim.cli import app
-from tests.fleet.conftest import RULES, write_matrix
+from fleet_helpers import RULES, run, write_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "sarif" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 
 REHEARSALS = ["race [(chart values)]", "race [values/slow-values.yaml]", "claim [(chart values)]"]
-
-
-def run(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    old = Path.cwd()
-    os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(app, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from helmsim.config import load_config
 from helmsim.errors import InputError
 from helmsim.fleet import matrix as fm
 from helmsim.yamlio import key_lines
-from tests.fleet.conftest import RULES, write_matrix
+from fleet_helpers import RULES, write_matrix
 
 
 def specs_of(config: Path) -> list[fm.RehearsalSpec]:

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.conftest import RULES, RayCluster, write_matrix
-from tests.fleet.test_fleet_cli import run
+from fleet_helpers import RULES, RayCluster, run, write_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 MINI = ROOT / "tests" / "scenario" / "charts" / "mini"
