@@ -145,6 +145,12 @@ def _shutdown() -> None:
 atexit.register(_shutdown)
 
 
+def current_pid() -> int | None:
+    """The pid of this process's live engine worker (``None`` before the first render)."""
+    worker = _worker
+    return worker.proc.pid if worker is not None and worker.alive() else None
+
+
 def call(op: str, *, subject: str, **args: Any) -> dict[str, Any]:
     """Ask the worker to do ``op``; ``subject`` names the chart (or flag) in error lines.
 

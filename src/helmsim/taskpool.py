@@ -3,14 +3,17 @@
 One interface for every parallel run of helmsim (``simulate/check/test --runs``, ``fleet``):
 :func:`run_tasks` calls ``fn(item)`` for each item and returns the values in item order, so the
 same items give the same values whatever the backend, the number of workers or the order in
-which tasks finish. Each task also reports which worker ran it, whether it loaded Helm's engine
-there and the worker's peak memory (:class:`PoolStats`); on Ray, a task whose worker died is
-retried by Ray (``max_retries``) and the lost worker is reported.
+which tasks finish. Each task also reports which worker ran it, whether it started Helm's engine
+there and the peak memory of the worker and of its engine (:class:`PoolStats`); on Ray, a task
+whose worker died is retried by Ray (``max_retries``) and the lost worker is reported.
 
-Helm's engine (helm-python-sdk) runs Go in-process, and a Go runtime does not survive
-``fork()``: local workers come from a fork server that has not loaded it, and Ray workers are
-fresh processes started by the raylet. Either way a worker loads Helm once and keeps it for
-every later task it runs (Ray reuses worker processes for CPU tasks).
+Helm's engine (helm-python-sdk, Go) runs in a child process of each worker
+(:mod:`helmsim.engine_worker`), started on the worker's first render and kept for every later
+task the worker runs (Ray reuses worker processes for CPU tasks), so a worker loads Helm once.
+Local workers come from a fork server that has imported the simulator and nothing of Helm's;
+Ray workers are fresh processes started by the raylet. A Ray task runs in the driver's working
+directory, so relative chart paths mean the same on both backends (the nodes need the driver's
+files at the same paths; docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from helmsim.errors import InputError
@@ -35,10 +39,6 @@ BACKENDS: tuple[BackendName, ...] = ("local", "ray")
 RAY_MAX_RETRIES = 3
 """Times Ray reruns a task whose worker process died (ray.remote ``max_retries``; Ray's own
 default for tasks). Exceptions raised by the task itself are not retried: they are answers."""
-
-HELM_MODULE = "helm_python._native"
-"""The module whose import loads Helm's Go library (libhelm_c) into the process."""
-
 
 class WorkerLost(InputError):
     """A task's worker died more often than Ray retries it: the run cannot complete."""
@@ -54,12 +54,17 @@ class Backend:
     name: BackendName = "local"
     workers: int | None = None
     ray_address: str | None = None
+    upload: str | None = None
+    """With Ray: a directory Ray uploads to the cluster (runtime_env ``working_dir``); tasks
+    run inside the uploaded copy, so paths must be relative to it."""
 
     def __post_init__(self) -> None:
         if self.name not in BACKENDS:
             raise InputError(f"--backend {self.name!r}: expected local or ray")
         if self.ray_address is not None and self.name != "ray":
             raise InputError("--ray-address needs --backend ray")
+        if self.upload is not None and self.name != "ray":
+            raise InputError("--ray-upload needs --backend ray")
 
 
 @dataclass(frozen=True)
@@ -71,9 +76,11 @@ class Done(Generic[R]):
     worker: str
     """``HOST pid N`` of the process that ran it."""
     helm_loaded: bool
-    """This task loaded Helm's library into its worker (the worker's first render)."""
+    """This task started its worker's Helm engine (the worker's first render)."""
     peak_rss: int
     """The worker's peak resident memory after the task, in bytes."""
+    engine_peak_rss: int = 0
+    """The peak resident memory of the worker's Helm engine process, in bytes (0: none)."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,9 @@ class WorkerStat:
     worker: str
     tasks: int
     helm_loads: int
+    """Helm engines this worker started (1 when it rendered; more if one was replaced)."""
     peak_rss: int
+    engine_peak_rss: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,6 +100,7 @@ class WorkerStat:
             "tasks": self.tasks,
             "helmLoads": self.helm_loads,
             "peakRssBytes": self.peak_rss,
+            "helmEnginePeakRssBytes": self.engine_peak_rss,
         }
 
 
@@ -126,8 +136,9 @@ class PoolStats:
             loads = {0: "Helm not loaded", 1: "Helm loaded once"}.get(
                 w.helm_loads, f"Helm loaded {w.helm_loads} times"
             )
+            engine = f" (+ Helm's engine {w.engine_peak_rss / 2**20:.0f} MiB)" if w.engine_peak_rss else ""
             out.append(
-                f"  {w.worker}: {w.tasks} {what}(s), {loads}, peak RSS {w.peak_rss / 2**20:.0f} MiB"
+                f"  {w.worker}: {w.tasks} {what}(s), {loads}, peak RSS {w.peak_rss / 2**20:.0f} MiB{engine}"
             )
         for r in self.retries:
             out.append(
@@ -170,27 +181,63 @@ def peak_rss() -> int:
     return kib if sys.platform == "darwin" else kib * 1024
 
 
+def engine_pid() -> int | None:
+    """The pid of this process's Helm engine worker, if it has one."""
+    if "helmsim.engine_worker" not in sys.modules:
+        return None
+    from helmsim import engine_worker
+
+    return engine_worker.current_pid()
+
+
+def process_peak_rss(pid: int) -> int:
+    """Another process's peak resident set size in bytes (``VmHWM``; 0 when unknown)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def execute(fn: Callable[[T], R], index: int, item: T) -> Done[R]:
     """Run one task and describe its worker."""
-    before = HELM_MODULE in sys.modules
+    before = engine_pid()
     value = fn(item)
-    loaded = not before and HELM_MODULE in sys.modules
-    return Done(index, value, worker_id(), loaded, peak_rss())
+    after = engine_pid()
+    engine = process_peak_rss(after) if after is not None else 0
+    return Done(index, value, worker_id(), after is not None and after != before, peak_rss(), engine)
 
 
-def execute_pickled(fn: bytes, index: int, item: bytes, ledger: Any) -> Done[Any]:
-    """A Ray task: record its start with ``ledger``, then unpickle and run it. Recording comes
-    before unpickling (which imports the simulator in a fresh worker), so a worker killed at
-    any point of the task is known."""
+def execute_pickled(
+    fn: bytes, index: int, item: bytes, ledger: Any, cwd: str | None = None
+) -> Done[Any]:
+    """A Ray task: record its start with ``ledger``, move to the driver's directory ``cwd``
+    (``None``: stay, e.g. in an uploaded working_dir), then unpickle and run it. Recording
+    comes before unpickling (which imports the simulator in a fresh worker), so a worker killed
+    at any point of the task is known."""
     import ray
 
     ray.get(ledger.started.remote(index, worker_id()))
+    if cwd is not None and os.getcwd() != cwd:
+        try:
+            os.chdir(cwd)
+        except OSError:
+            raise InputError(
+                f"Ray worker {worker_id()} has no directory {cwd}: every node needs the driver's "
+                "files at the same paths, or use --ray-upload (docs/fleet.md)"
+            ) from None
     done = execute(pickle.loads(fn), index, pickle.loads(item))
     ray.get(ledger.done.remote(index, done.worker))
     return done
 
 
-def _execute_many(fn: Callable[[T], R], batch: Sequence[tuple[int, T]]) -> list[Done[R]]:
+def _execute_many(fn: Callable[[T], R], batch: Sequence[tuple[int, T]], cwd: str) -> list[Done[R]]:
+    """Local tasks, in the driver's current directory (the fork server keeps the one it
+    started in)."""
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
     return [execute(fn, i, item) for i, item in batch]
 
 
@@ -235,7 +282,10 @@ def iter_tasks(
     batches = [numbered[k : k + size] for k in range(0, len(numbered), size)]
     pool = ProcessPoolExecutor(max_workers=n, mp_context=mp_context())
     try:
-        pending: set[Future[list[Done[R]]]] = {pool.submit(_execute_many, fn, b) for b in batches}
+        cwd = os.getcwd()
+        pending: set[Future[list[Done[R]]]] = {
+            pool.submit(_execute_many, fn, b, cwd) for b in batches
+        }
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
@@ -270,7 +320,13 @@ def _worker_stats(done: Sequence[Done[Any]]) -> list[WorkerStat]:
     for d in done:
         by.setdefault(d.worker, []).append(d)
     return [
-        WorkerStat(w, len(ds), sum(d.helm_loaded for d in ds), max(d.peak_rss for d in ds))
+        WorkerStat(
+            w,
+            len(ds),
+            sum(d.helm_loaded for d in ds),
+            max(d.peak_rss for d in ds),
+            max(d.engine_peak_rss for d in ds),
+        )
         for w, ds in sorted(by.items())
     ]
 
@@ -301,6 +357,9 @@ class Ledger:
         """Worker → the task it has started and not finished."""
         return {w: i for i, ws in self.starts.items() for w in ws if (i, w) not in self.finished}
 
+    def has_finished(self, index: int, worker: str) -> bool:
+        return (index, worker) in self.finished
+
 
 def import_ray() -> Any:
     """The ``ray`` module, or one line saying how to install it."""
@@ -313,15 +372,24 @@ def import_ray() -> Any:
     return ray
 
 
-def connect(address: str | None) -> Any:
-    """Connect this process to Ray once (later calls reuse the connection)."""
+UPLOAD_EXCLUDES = ("__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache")
+"""Never uploaded with ``--ray-upload`` (Ray itself skips .git, .venv and what .gitignore names)."""
+
+
+def connect(address: str | None, upload: str | None = None) -> Any:
+    """Connect this process to Ray once (later calls reuse the connection); with ``upload``,
+    Ray ships that directory to the cluster and runs every task in its copy."""
     import logging
 
     ray = import_ray()
     if ray.is_initialized():
+        if upload is not None:
+            raise InputError("--ray-upload: this process is already connected to Ray without it")
         return ray
     target = address or os.environ.get("RAY_ADDRESS")
     kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+    if upload is not None:
+        kwargs["runtime_env"] = {"working_dir": upload, "excludes": list(UPLOAD_EXCLUDES)}
     if target is None:
         kwargs.update(address="local", include_dashboard=False)
     else:
@@ -337,15 +405,16 @@ def connect(address: str | None) -> Any:
 def _iter_ray(
     fn: Callable[[T], R], items: Sequence[T], backend: Backend, stats: PoolStats
 ) -> Iterator[Done[R]]:
-    ray = connect(backend.ray_address)
+    ray = connect(backend.ray_address, backend.upload)
     # named, so an operator (or a test) can ask which worker runs which task
     name = f"{LEDGER_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
     ledger = ray.remote(num_cpus=0)(Ledger).options(name=name).remote()
     ray.get(ledger.all.remote())  # up before any task: a task's start is recorded at once
     remote = ray.remote(max_retries=RAY_MAX_RETRIES, retry_exceptions=False)(execute_pickled)
     fn_ref = ray.put(pickle.dumps(fn))
+    cwd = None if backend.upload else os.getcwd()
     pending = {
-        remote.remote(fn_ref, i, pickle.dumps(item), ledger): i for i, item in enumerate(items)
+        remote.remote(fn_ref, i, pickle.dumps(item), ledger, cwd): i for i, item in enumerate(items)
     }
     finished: dict[int, str] = {}
     try:

@@ -8,6 +8,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "tests" / "fixtures" / "rules"
@@ -22,7 +23,13 @@ cni:
 
 def write_matrix(tmp: Path, *, runs: int = 4, extra: str = "") -> Path:
     """Two releases (a Job racing its policy, a claim nothing consumes), three rehearsals,
-    under kind and a coin-flip policy profile."""
+    under kind and a coin-flip policy profile; the charts are copied next to the file and
+    named by relative paths."""
+    import shutil
+
+    for rule in ("HS101", "HS102"):
+        if not (tmp / "charts" / rule).exists():
+            shutil.copytree(RULES / rule / "failing", tmp / "charts" / rule)
     (tmp / "coin.yaml").write_text(COIN_PROFILE, encoding="utf-8")
     (tmp / "values").mkdir(exist_ok=True)
     (tmp / "values" / "slow-values.yaml").write_text("image: {tag: slow}\n", encoding="utf-8")
@@ -35,10 +42,10 @@ fleet:
   seed: 1
   releases:
     - name: race
-      target: {RULES / "HS101" / "failing"}
+      target: charts/HS101
       values: [[], values/*-values.yaml]
     - name: claim
-      target: {RULES / "HS102" / "failing"}
+      target: charts/HS102
 {extra}""",
         encoding="utf-8",
     )
@@ -93,9 +100,8 @@ class RayCluster:
         return out
 
 
-    def running_tasks(self) -> dict[str, int]:
-        """``HOST pid N`` → the task it has started and not finished, from the ledger actor
-        of the fleet running on this cluster (none: ``{}``)."""
+    def ledger(self) -> Any:
+        """The ledger actor of the fleet running on this cluster, or ``None``."""
         import ray
 
         from helmsim.taskpool import LEDGER_PREFIX
@@ -103,11 +109,30 @@ class RayCluster:
         for actor in ray.util.list_named_actors(all_namespaces=True):
             if actor["name"].startswith(LEDGER_PREFIX):
                 try:
-                    handle = ray.get_actor(actor["name"], namespace=actor["namespace"])
-                    return dict(ray.get(handle.running.remote(), timeout=10))
-                except (ValueError, ray.exceptions.RayError):
-                    return {}
-        return {}
+                    return ray.get_actor(actor["name"], namespace=actor["namespace"])
+                except ValueError:
+                    return None
+        return None
+
+    def running_tasks(self) -> dict[str, int]:
+        """``HOST pid N`` → the task it has started and not finished (none: ``{}``)."""
+        import ray
+
+        handle = self.ledger()
+        try:
+            return dict(ray.get(handle.running.remote(), timeout=10)) if handle else {}
+        except ray.exceptions.RayError:
+            return {}
+
+    def finished(self, index: int, worker: str) -> bool:
+        """Whether ``worker`` finished task ``index`` (a kill after that loses nothing)."""
+        import ray
+
+        handle = self.ledger()
+        try:
+            return bool(ray.get(handle.has_finished.remote(index, worker), timeout=10)) if handle else False
+        except ray.exceptions.RayError:
+            return False
 
 
 def run(args: list[str], cwd: Path) -> tuple[int, str, str]:

@@ -37,7 +37,7 @@ def test_each_rehearsal_is_what_check_reports(matrix: Path, local_json: str) -> 
     assert doc["fleet"] == {"profiles": ["kind", "coin-flip-policy"], "rehearsals": 3, "runs": 4, "seed": 1}
     assert [r["rehearsal"] for r in doc["rehearsals"]] == REHEARSALS
     code, out, _ = run(
-        ["check", str(RULES / "HS101" / "failing"), "-f", "values/slow-values.yaml", "-p", "kind",
+        ["check", "charts/HS101", "-f", "values/slow-values.yaml", "-p", "kind",
          "-p", "coin.yaml", "--runs", "4", "--seed", "1", "--format", "json"],
         matrix,
     )
@@ -108,6 +108,8 @@ def test_targets_and_value_globs_from_flags(tmp_path: Path) -> None:
         (["fleet", "--ray-address", "auto"], "--ray-address needs --backend ray"),
         (["fleet", "-f", "ci/*.yaml"], "--values GLOB needs TARGETs"),
         (["fleet", "--horizon", "0s"], "must be longer than 0s"),
+        (["fleet", "--ray-upload"], "--ray-upload needs --backend ray"),
+        (["fleet", str(RULES / "HS101" / "failing"), "--backend", "ray", "--ray-upload"], "is outside it"),
     ],
 )
 def test_bad_flags_are_one_line(matrix: Path, args: list[str], message: str) -> None:

@@ -22,7 +22,7 @@ from helmsim.diagnose.check import CheckOptions
 from helmsim.diagnose.sampling import SamplingOptions
 from helmsim.errors import InputError
 from helmsim.fleet import matrix as fm
-from helmsim.fleet.run import FleetReport, prepare, run_fleet
+from helmsim.fleet.run import FleetReport, Rehearsal, prepare, run_fleet
 from helmsim.report import findings as text_report
 from helmsim.report import junit, sarif
 from helmsim.report.atomic import write_atomic
@@ -85,6 +85,13 @@ def fleet_cmd(
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Do not re-simulate the fixes.")] = False,
     backend: options.Backend = "local",
     ray_address: options.RayAddress = None,
+    ray_upload: Annotated[
+        bool,
+        typer.Option(
+            "--ray-upload",
+            help="With --backend ray: Ray uploads the current directory to the cluster (runtime_env working_dir) and runs every rehearsal in that copy; the charts must be inside it.",
+        ),
+    ] = False,
     workers: Annotated[
         int | None,
         typer.Option("--workers", help="Local worker processes (default: the usable cores).", min=1),
@@ -116,6 +123,8 @@ def fleet_cmd(
     Exit code 0 when no finding is at or above --fail-on, 1 when one is, 2 on bad input.
     """
     where = options.backend(backend, ray_address, workers)
+    if ray_upload:
+        where = taskpool.Backend(where.name, where.workers, where.ray_address, str(Path.cwd()))
     cfg, specs, matrix = _matrix(targets or [], values_glob or [], config, namespace)
     base = Path(cfg.source).parent if cfg.source else Path.cwd()
     names = list(profile or (matrix.profiles if matrix else ()) or cfg.profiles or DEFAULT_PROFILES)
@@ -127,6 +136,8 @@ def fleet_cmd(
     limit = _horizon(horizon if horizon is not None else (matrix.horizon if matrix else None))
     level = (fail_on.value if fail_on else None) or cfg.fail_on or "error"
     rehearsals = prepare(specs)
+    if where.upload:
+        _inside_upload(rehearsals)
     check_options = CheckOptions(
         horizon=limit,
         verify_fixes=not no_verify,
@@ -172,6 +183,22 @@ def _matrix(
     text = Path(path).read_text(encoding="utf-8")
     specs = fm.expand(cfg.fleet, base=Path(path).resolve().parent, source=str(path), lines=key_lines(text))
     return cfg, specs, cfg.fleet
+
+
+def _inside_upload(rehearsals: list[Rehearsal]) -> None:
+    """With --ray-upload every chart must be inside the uploaded (current) directory."""
+    for r in rehearsals:
+        for release in r.releases:
+            for source in (release.chart, release.previous):
+                if source is None:
+                    continue
+                p = Path(source.path)
+                if p.is_absolute() or ".." in p.parts:
+                    raise InputError(
+                        f"--ray-upload uploads the current directory, and the chart {source.path} "
+                        f"of HelmRelease {release.hr.ref} is outside it (run from a directory "
+                        "that holds every chart)"
+                    )
 
 
 def _profiles(names: list[str], base: Path) -> list[ClusterProfile]:
