@@ -114,7 +114,7 @@ def test_rollback_to_a_revision_whose_kinds_are_gone_stays_pending() -> None:
     assert [(r.revision, r.status) for r in ctx.storage.history("apps", "r")] == [
         (1, "superseded"), (2, "failed"), (3, "pending-rollback"),
     ]
-    assert ctx.sim.store.list("ConfigMap", "apps") == []
+    assert ctx.sim.store.get("ConfigMap", "apps", "settings") is None
 
 
 def test_upgrade_from_a_release_whose_current_manifest_no_longer_maps() -> None:
