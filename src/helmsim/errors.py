@@ -2,6 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
+# Line breaks and other control characters in a message (they come from the input: a name, a
+# key, a path) are escaped, so an error is always exactly one line.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and control characters escaped (``\\n``, ``\\x1b``)."""
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return {"\n": "\\n", "\r": "\\r"}.get(char, f"\\u{ord(char):04x}" if ord(char) > 0xFF else f"\\x{ord(char):02x}")
+
 
 class InputError(Exception):
     """Bad user input: a file, a line (when known) and what is wrong with it."""
@@ -16,4 +32,4 @@ class InputError(Exception):
         where = ""
         if self.file:
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
-        return f"{where}{self.message}"
+        return one_line(f"{where}{self.message}")

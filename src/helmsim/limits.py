@@ -194,6 +194,9 @@ def size_text(n: int) -> str:
 def amount_text(name: str, value: float, noun: str) -> str:
     """``1,000,000 replicas``, ``a 50 MiB manifest``: an amount of limit ``name``'s unit."""
     if _field(name).metadata["unit"] == "bytes":
+        limit = getattr(current(), name)
+        if size_text(int(value)) == size_text(int(limit)):  # 32 MiB and one byte
+            return f"a {noun} of more than {size_text(int(limit))}"
         return f"a {size_text(int(value))} {noun}"
     return f"{show(name, value)} {noun}"
 

@@ -85,10 +85,12 @@ def read_text(path: str | Path, what: str = "file") -> str:
     ``--max-file-size``; every failure one line naming the file (and the line of a bad byte)."""
     p = Path(path)
     source = str(path)
+    limit = limits.current().max_file_size
     try:
-        size = p.stat().st_size
-        limits.check("max_file_size", size, what, file=source)
-        data = p.read_bytes()
+        limits.check("max_file_size", p.stat().st_size, what, file=source)
+        with p.open("rb") as f:  # bounded even when the size is unknown (/dev/zero, a pipe)
+            data = f.read(limit + 1) if limit else f.read()
+        limits.check("max_file_size", len(data), what, file=source)
     except FileNotFoundError:
         raise InputError(f"{what} not found", file=source) from None
     except IsADirectoryError:
@@ -525,6 +527,12 @@ def _load_goyaml(text: str, source: str, first_line: int) -> Any:
         ) from None
     except yaml.YAMLError as err:
         raise InputError(f"invalid YAML: {one_line(str(err))}", file=source, line=first_line) from None
+    except UnicodeEncodeError as err:  # a lone surrogate: text that never was UTF-8
+        raise InputError(
+            f"invalid YAML: unacceptable character #x{ord(text[err.start]):04x}: not Unicode text",
+            file=source,
+            line=first_line + text.count("\n", 0, err.start),
+        ) from None
     except RecursionError:
         raise InputError(
             "invalid YAML: nested too deeply for the parser (lower --max-depth)",

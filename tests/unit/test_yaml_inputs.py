@@ -212,3 +212,16 @@ def test_error_messages_from_pyyaml_are_one_line() -> None:
     for text in ['a: "b\n', "a: {b\n", "- a\nb: c\n", "a: b: c\n", "%TAG !x! y\n---\na: !x!z 1\n", "a: *nope\n"]:
         err = _error(text)
         assert err.line is not None
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero (a file whose size stat cannot tell)")
+def test_a_file_of_unknown_size_is_read_only_up_to_the_limit() -> None:
+    with limits.use(limits.Limits(max_file_size=1024)):
+        with pytest.raises(limits.LimitExceeded) as err:
+            yamlio.read_text("/dev/zero", "values file")
+    assert str(err.value) == "/dev/zero: a values file of more than 1 KiB exceeds --max-file-size 1 KiB"
+
+
+def test_names_with_line_breaks_stay_on_one_line() -> None:
+    err = InputError('HelmRelease "a\nb\x1b[2J": bad', file="x\ny.yaml", line=2)
+    assert str(err) == 'x\\ny.yaml:2: HelmRelease "a\\nb\\x1b[2J": bad'

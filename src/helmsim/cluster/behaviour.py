@@ -525,10 +525,7 @@ def _selecting_policies(pod: Mapping[str, Any], ctx: BehaviourContext) -> list[M
     peer = pod_peer(net_pod, view)
     out = []
     for doc in ctx.policies:
-        try:
-            compiled = PolicySet.from_manifests([doc])
-        except InputError:
-            continue  # not enforced: the enforcer cannot import it (helmsim.cluster.netstate)
+        compiled = PolicySet.from_manifests([doc])
         if any(p.selects(peer) for p in compiled.k8s) or any(
             p.selects(peer) for p in compiled.cilium
         ):

@@ -228,7 +228,7 @@ def template_location(chart_path: str, res: Resource) -> tuple[str, int]:
 
 def _kind_line(path: Path, index: int, kind: str) -> int | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8", errors="replace")  # Helm renders any bytes
     except OSError:
         return None
     lines = text.splitlines()

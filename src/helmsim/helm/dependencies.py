@@ -42,7 +42,7 @@ def declared(chart_path: Path, metadata: Mapping[str, Any]) -> list[Declared]:
     lines: dict[tuple[Any, ...], int] = {}
     chart_yaml = chart_path / "Chart.yaml"
     if chart_path.is_dir() and chart_yaml.is_file():
-        lines = yamlio.key_lines(chart_yaml.read_text(encoding="utf-8"))
+        lines = yamlio.key_lines(yamlio.read_text(chart_yaml, "Chart.yaml"))
     out = []
     for i, dep in enumerate(metadata.get("dependencies") or ()):
         if not isinstance(dep, Mapping):
