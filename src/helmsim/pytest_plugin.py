@@ -172,7 +172,7 @@ def helmsim_render() -> Callable[..., list[dict[str, Any]]]:
             namespace=namespace,
             values=dict(values or {}),
             kube_version=prof.kubernetes_version if prof else None,
-            api_versions=tuple(prof.helm_api_versions()) if prof else (),
+            api_versions=tuple(prof.capability_api_versions()) if prof else (),
         )
         rel = load_release(str(chart), opts)
         return [dict(r.body) for r in rel.parse(namespace).resources]

@@ -37,7 +37,7 @@ def build_inputs(
             raise InputError("no HelmRelease (helm.toolkit.fluxcd.io) found", file=path)
     tree = flux_inputs.load_flux_tree(helmrelease if is_chart else [target, *helmrelease])
     if is_chart and not helmrelease:
-        meta = _meta_chart_tree(target, user_values, release_name, namespace)
+        meta = _meta_chart_tree(target, user_values, release_name, namespace, tuple(values))
         if meta is not None:
             tree, is_chart, user_values = meta, False, {}
     hrs = list(tree.helmreleases)
@@ -64,10 +64,11 @@ def build_inputs(
     out: list[ReleaseInput] = []
     for hr in hrs:
         path = chart_map.get(hr.chart_name) if hr.ref == main_ref else flux_inputs.chart_for(hr, chart_map)
-        source = ChartSource(path, user_values if hr.ref == main_ref or not is_chart else {}) if path else None
+        mine = hr.ref == main_ref or not is_chart
+        source = ChartSource(path, user_values if mine else {}, tuple(values) if mine else ()) if path else None
         prev = None
         if upgrade_from is not None and path is not None and (hr.ref == main_ref or main_ref is None):
-            prev = ChartSource(upgrade_from, previous_values)
+            prev = ChartSource(upgrade_from, previous_values, tuple(upgrade_from_values))
         out.append(
             ReleaseInput(
                 hr, source, previous=prev, values_from=values_from_refs(hr, tree.objects), defaulted=defaulted
@@ -89,11 +90,13 @@ def build_inputs(
 
 
 def _meta_chart_tree(
-    target: str, values: dict[str, object], release_name: str | None, namespace: str
+    target: str, values: dict[str, object], release_name: str | None, namespace: str,
+    values_files: tuple[str, ...] = (),
 ) -> flux_inputs.FluxTree | None:
     """A chart that renders HelmReleases (a meta-chart) is read as the Flux tree it renders."""
     opts = rendering.RenderOptions(
-        release_name=release_name or rendering.DEFAULT_RELEASE_NAME, namespace=namespace, values=values
+        release_name=release_name or rendering.DEFAULT_RELEASE_NAME, namespace=namespace, values=values,
+        values_files=values_files,
     )
     rendered = load_release(target, opts)
     tree = flux_inputs.flux_tree_from_files(list(rendered.files), namespace=namespace)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helmsim import engine_worker, limits, yamlio
+from helmsim import engine_worker, limits, values_schema, yamlio
 from helmsim.errors import InputError
 
 DEFAULT_RELEASE_NAME = "release-name"  # helm/helm pkg/cmd/template.go: the name `helm template` uses
@@ -37,6 +37,8 @@ class RenderOptions:
     api_versions: Sequence[str] = ()
     is_upgrade: bool = False
     revision: int = 1
+    values_files: tuple[str, ...] = ()
+    """The files ``values`` came from, in merge order (to name the one a schema error is about)."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, inc
             "render", subject=subject, values=values, options=json.dumps(native_opts)
         )["rendered"]
     except engine_worker.EngineError as err:
-        failure = _render_error(err, path)
+        failure = _render_error(err, path, opts.values_files, str(meta.get("name", "")))
         failure.chart_name = str(meta.get("name", ""))
         failure.chart_version = str(meta.get("version", ""))
         failure.crd_files = tuple(crd_files)
@@ -222,10 +224,19 @@ _TEMPLATE_POS = re.compile(r"^(?:template: )?([^:\s]+):(\d+)(?::\d+)?:?\s*")
 _EXEC_POS = re.compile(r"^(?:execution|parse) error at \(([^:\s]+):(\d+)(?::\d+)?\):?\s*")
 
 
-def _render_error(err: Exception, chart_path: Path) -> RenderError:
-    """One line naming the template file (on disk, when it is a directory chart) and line; the
-    error keeps Helm's own text (``helm_message``) for helm-controller's condition."""
+def _render_error(
+    err: Exception, chart_path: Path, values_files: Sequence[str] = (), chart_name: str = ""
+) -> RenderError:
+    """One line naming the template file (on disk, when it is a directory chart) and line, or for
+    a values schema violation the values file and line; the error keeps Helm's own text
+    (``helm_message``) for helm-controller's condition."""
     helm_message = str(err).strip() or type(err).__name__
+    if values_schema.is_schema_error(helm_message):
+        where = values_schema.locate(
+            helm_message, chart_name, values_files, str(chart_path) if chart_path.is_dir() else None
+        )
+        file, line = where if where is not None else (str(chart_path), None)
+        return RenderError(values_schema.one_line(helm_message), helm_message=helm_message, file=file, line=line)
     lines = [part.strip() for part in helm_message.splitlines() if part.strip()]
     text = ": ".join(lines).replace(":: ", ": ")
     m = _TEMPLATE_POS.match(text) or _EXEC_POS.match(text)

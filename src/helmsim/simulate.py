@@ -24,6 +24,8 @@ from helmsim.helm import actions
 from helmsim.helm.actions import ChartRelease, HelmContext
 from helmsim.helm.release import ReleaseStorage
 from helmsim.inputs import load_release
+from helmsim.kube.fieldcheck import crd_version_schema, is_builtin
+from helmsim.kube.served import coverage_note
 from helmsim.kube.workloads import declared_pods
 from helmsim.manifests import Resource
 
@@ -39,6 +41,8 @@ class ChartSource:
 
     path: str
     values: Mapping[str, Any] = field(default_factory=dict)
+    values_files: tuple[str, ...] = ()
+    """The files ``values`` came from, in merge order (named in values schema errors)."""
 
 
 @dataclass(frozen=True)
@@ -191,9 +195,11 @@ def _render(
         namespace=hr.target_namespace,
         values=values,
         kube_version=profile.kubernetes_version,
-        api_versions=tuple(profile.helm_api_versions()),
+        api_versions=tuple(profile.capability_api_versions()),
         is_upgrade=upgrade,
         revision=2 if upgrade else 1,
+        # spec.values comes from the HelmRelease's file; the user's files are merged over it
+        values_files=((hr.source,) if hr.source and hr.spec.values else ()) + source.values_files,
     )
     try:
         rel = load_release(source.path, opts, include_crds=True)  # helm-controller applies crds/ on upgrade too
@@ -298,6 +304,7 @@ def simulate(
     upgrade_start = 0.0
     for cr in rendered.values():
         notes.extend(cr.notes)
+    notes.extend(_validation_notes(profile, [*rendered.values(), *previous.values()]))
     if previous:
         upgrade_start, prev_notes = _install_previous(sim, ctx, releases, previous, states, horizon)
         notes += prev_notes
@@ -355,6 +362,29 @@ def _check_pod_budget(profile: ClusterProfile, charts: Sequence[ChartRelease]) -
             )
             total += pods
     limits.check("max_pods", total, "replicas in all releases")
+
+
+def _validation_notes(profile: ClusterProfile, charts: Sequence[ChartRelease]) -> list[str]:
+    """What the API server's field validation cannot check here, said once: the served-API table
+    not covering the profile's version, and custom resource kinds whose CRD carries no schema."""
+    out = [n for n in [coverage_note(profile.kubernetes_version)] if n]
+    crds = [r.body for cr in charts for r in (*cr.crds, *cr.resources) if r.kind == "CustomResourceDefinition"]
+    unchecked: dict[str, None] = {}
+    for cr in charts:
+        for res in cr.resources:
+            if res.kind == "CustomResourceDefinition" or is_builtin(profile.kubernetes_version, res.api_version, res.kind):
+                continue
+            group = res.group
+            crd = next((c for c in crds if (c.get("spec") or {}).get("group") == group
+                        and ((c.get("spec") or {}).get("names") or {}).get("kind") == res.kind), None)
+            if crd_version_schema(crd, res.api_version.rsplit("/", 1)[-1]) is None:
+                unchecked.setdefault(f"{res.kind} ({res.api_version})", None)
+    if unchecked:
+        out.append(
+            "fields of " + ", ".join(unchecked) + " are not checked: no schema of their CRD is known "
+            "(a profile CRD carries none); the API server would validate them against it"
+        )
+    return out
 
 
 def _needed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartRelease]) -> set[str]:

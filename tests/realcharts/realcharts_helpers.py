@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from helmsim.cluster.profile import load_profile
+from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.release_inputs import build_inputs
 from helmsim.simulate import SimulationResult, simulate
 
@@ -14,7 +14,7 @@ HERE = Path(__file__).resolve().parent
 
 def simulate_chart(
     name: str,
-    profile: str = "kind",
+    profile: str | ClusterProfile = "kind",
     *,
     values: tuple[str, ...] = (),
     helmrelease: tuple[str, ...] = (),
@@ -35,4 +35,5 @@ def simulate_chart(
         upgrade_from_values=[str(HERE / name / v) for v in upgrade_from_values or ()],
         upgrade_from_set=[],
     )
-    return simulate(load_profile(profile), releases, **kw)
+    cluster = load_profile(profile) if isinstance(profile, str) else profile
+    return simulate(cluster, releases, **kw)

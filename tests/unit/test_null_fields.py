@@ -5,13 +5,16 @@ null spec field as if the key were absent (k8s.io/apimachinery json decoding int
 structural pruning for custom resources), and Helm's client reads such objects without
 complaint. So for each object the example charts render, each of its fields is set to null in
 turn and every stage runs on the result: parse, plan (install and upgrade), kstatus (each
-reader, also on live objects with status), diff. No stage may raise; the only error allowed is bad input for the fields without which a document is not an
+reader, also on live objects with status), diff; a sample is simulated end to end and reported
+in text and JSON. No stage may raise; the only error allowed is bad input for the fields without which a document is not an
 object at all (``kind``, ``apiVersion``, ``metadata``, ``metadata.name``).
 """
 
 from __future__ import annotations
 
 import copy
+import io
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import cache
@@ -20,6 +23,9 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.console import Console
 
 from helmsim import kstatus, render
 from helmsim.cluster.profile import load_profile
@@ -30,6 +36,7 @@ from helmsim.helm.actions import ChartRelease
 from helmsim.helm.plan import plan_install, plan_upgrade
 from helmsim.inputs import load_release
 from helmsim.manifests import Resource, parse_documents
+from helmsim.report import simulate as simulate_report
 from helmsim.simulate import ChartSource, ReleaseInput, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +54,8 @@ IDENTITY = {("kind",), ("apiVersion",), ("metadata",), ("metadata", "name")}
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 Path_ = tuple[Any, ...]
+LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @cache
@@ -57,7 +66,7 @@ def rendered(chart: Path) -> tuple[tuple[str, str], ...]:
         release_name=chart.name,
         namespace=NAMESPACE,
         kube_version=profile.kubernetes_version,
-        api_versions=tuple(profile.helm_api_versions()),
+        api_versions=tuple(profile.capability_api_versions()),
     )
     rel = load_release(str(chart), opts, include_crds=True)
     return rel.files + rel.crd_files
@@ -67,6 +76,12 @@ def rendered(chart: Path) -> tuple[tuple[str, str], ...]:
 def crd_files(chart: Path) -> tuple[tuple[str, str], ...]:
     """The chart's ``crds/`` files (a suffix of :func:`rendered`)."""
     return load_release(str(chart), render.RenderOptions(), include_crds=True).crd_files
+
+
+@cache
+def file_documents(chart: Path, fi: int) -> list[Any]:
+    """The YAML documents of one rendered file (parsed once)."""
+    return list(yaml.load_all(rendered(chart)[fi][1], Loader=LOADER))
 
 
 def field_paths(value: Any, prefix: Path_ = ()) -> Iterator[Path_]:
@@ -83,8 +98,8 @@ def field_paths(value: Any, prefix: Path_ = ()) -> Iterator[Path_]:
 def documents(chart: Path) -> list[tuple[int, int, dict[str, Any]]]:
     """(file index, document index, object) of every object the chart renders."""
     out = []
-    for fi, (path, text) in enumerate(rendered(chart)):
-        for di, doc in enumerate(yaml.safe_load_all(text)):
+    for fi in range(len(rendered(chart))):
+        for di, doc in enumerate(file_documents(chart, fi)):
             if isinstance(doc, dict):
                 out.append((fi, di, doc))
     return out
@@ -101,14 +116,20 @@ CASES = [
 def with_null(chart: Path, fi: int, di: int, path: Path_) -> tuple[tuple[str, str], ...]:
     """The chart's files with the field at ``path`` of one document set to null."""
     files = list(rendered(chart))
-    name, text = files[fi]
-    docs = list(yaml.safe_load_all(text))
-    target = docs[di]
+    name, _ = files[fi]
+    files[fi] = (name, nulled_document(chart, fi, di, path))
+    return tuple(files)
+
+
+def nulled_document(chart: Path, fi: int, di: int, path: Path_) -> str:
+    """One rendered document as YAML with the field at ``path`` set to null."""
+    doc = copy.deepcopy(file_documents(chart, fi)[di])
+    target = doc
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = None
-    files[fi] = (name, yaml.safe_dump_all(docs, sort_keys=False))
-    return tuple(files)
+    return yaml.dump(doc, Dumper=DUMPER, sort_keys=False)
+
 
 
 def parse(files: tuple[tuple[str, str], ...]) -> list[Resource]:
@@ -124,25 +145,36 @@ def test_cases_cover_every_chart() -> None:
 @pytest.mark.parametrize("chart", CHARTS, ids=lambda c: c.name)
 def test_every_null_field_through_parse_plan_kstatus_diff(chart: Path) -> None:
     original = parse(rendered(chart))
+    assert len(original) == len(documents_index(chart))  # one resource per rendered document
+    by_doc = {(documents_index(chart)[i]): res for i, res in enumerate(original)}
+    cluster_scoped = tuple(sorted({r.kind for r in original if r.namespace is None}))
     for c, fi, di, path in CASES:
         if c != chart:
             continue
-        files = with_null(chart, fi, di, path)
+        name = rendered(chart)[fi][0]
         try:
-            resources = parse(files)
+            changed = parse_documents(
+                [(name, nulled_document(chart, fi, di, path))], namespace=NAMESPACE, cluster_scoped=cluster_scoped
+            ).resources
         except InputError as err:
             assert path in IDENTITY or path[:1] == ("metadata",) and len(path) == 1, (path, err)
             assert err.file, err  # bad input names the file
             continue
         assert path not in IDENTITY or path == ("metadata", "name"), path
-        # null = absent: the object is the original with that key removed
+        # null = absent: every stage reads the object as the original with that key removed
+        resources = [changed[0] if key == (fi, di) else res for key, res in by_doc.items()]
         plan_install(resources)
         plan_upgrade(original, resources)
         plan_upgrade(resources, original)
-        for res in resources:
-            for reader in kstatus.READERS:
-                kstatus.read(res.body, reader=reader, now=NOW)
+        for reader in kstatus.READERS:
+            kstatus.read(changed[0].body, reader=reader, now=NOW)
         diff_objects(original, resources)
+
+
+@cache
+def documents_index(chart: Path) -> tuple[tuple[int, int], ...]:
+    """(file index, document index) of each parsed resource of the chart, in parse order."""
+    return tuple((fi, di) for fi, di, _ in documents(chart))
 
 
 def test_null_is_absent_in_parsed_objects() -> None:
@@ -182,3 +214,21 @@ def _simulate(chart: Path, files: tuple[tuple[str, str], ...]) -> Any:
     cr = ChartRelease(name=hr.release_name, namespace=hr.target_namespace, chart=f"{chart.name}@0", resources=hooks_and_manifest, crds=crds)
     release = ReleaseInput(hr, ChartSource(str(chart)))
     return simulate(profile, [release], horizon=900.0, prepared=({hr.ref: cr}, {}))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(case=st.sampled_from(CASES))
+def test_simulating_and_reporting_with_a_null_field_never_raises(case: tuple[Path, int, int, Path_]) -> None:
+    # The API server refuses an object whose required fields are gone (Helm's install then fails
+    # with its text); every other object is simulated. Either way no stage raises.
+    chart, fi, di, path = case
+    files = with_null(chart, fi, di, path)
+    try:
+        parse(files)
+    except InputError:
+        assert path in IDENTITY or path == ("metadata",), path
+        return
+    result = _simulate(chart, files)
+    assert {o.outcome for o in result.releases} <= {"Ready", "Failed", "Stalled", "Blocked", "Progressing"}
+    json.loads(simulate_report.to_json(result))
+    simulate_report.render_text(result, Console(file=io.StringIO(), width=120))

@@ -77,4 +77,4 @@ def capabilities(
     from helmsim.cluster.profile import load_profile
 
     prof = load_profile(profile)
-    return kube_version or prof.kubernetes_version, tuple(prof.helm_api_versions()) + extra
+    return kube_version or prof.kubernetes_version, tuple(prof.capability_api_versions(kube_version)) + extra

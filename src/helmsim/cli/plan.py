@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, console, err_console
-from helmsim.helm.plan import plan_install, plan_upgrade
+from helmsim.helm import build
+from helmsim.helm.plan import Plan, plan_install, plan_upgrade
 from helmsim.inputs import load_release
 from helmsim.report import plan as plan_report
 
@@ -64,6 +65,7 @@ def plan_cmd(
         release_name=release_name,
         namespace=namespace,
         values=rendering.load_values(values or [], set_ or []),
+        values_files=tuple(values or ()),
         is_upgrade=upgrade_from is not None,
         revision=2 if upgrade_from is not None else 1,
         **caps,
@@ -73,6 +75,7 @@ def plan_cmd(
         err_console.print(f"warning: {note}", markup=False)
     parsed = release.parse(namespace)
     chart = f"{release.chart_name}@{release.chart_version}" if release.from_chart else ""
+    previous_crds: list[dict[str, Any]] = []
     if upgrade_from is None:
         plan = plan_install(parsed.resources, release.parse_crds().resources)
     else:
@@ -80,9 +83,11 @@ def plan_cmd(
             release_name=release_name,
             namespace=namespace,
             values=rendering.load_values(upgrade_from_values or [], upgrade_from_set or []),
+            values_files=tuple(upgrade_from_values or ()),
             **caps,
         )
         previous = load_release(upgrade_from, old_opts).parse(namespace)
+        previous_crds = [r.body for r in previous.resources if r.kind == "CustomResourceDefinition" and not r.is_hook]
         plan = plan_upgrade(
             previous.resources, parsed.resources, server_side=server_side, kube_version=kube
         )
@@ -91,8 +96,31 @@ def plan_cmd(
         namespace=namespace,
         chart=chart,
         dropped=tuple(parsed.dropped),
+        build_error=_build_error(plan, profile, kube, api_versions, previous_crds),
     )
     if fmt is PlanFormat.json:
         console.out(plan_report.to_json(plan, ctx), end="", highlight=False)
     else:
         plan_report.render_text(plan, ctx, console)
+
+
+def _build_error(
+    plan: Plan, profile: str | None, kube: str | None, extra: list[str] | None, installed_crds: list[dict[str, Any]]
+) -> str | None:
+    """Helm's Build of the manifest against the cluster the profile describes (crds/ and the
+    previous release's CRDs taken as established); None without a profile or Kubernetes version."""
+    if profile is None and kube is None:
+        return None
+    api_versions = list(extra or ())
+    if profile is not None:
+        from helmsim.cluster.profile import load_profile
+
+        prof = load_profile(profile)
+        kube = kube or prof.kubernetes_version
+        api_versions = prof.helm_api_versions() + api_versions
+    assert kube is not None
+    crds = [r.body for r in plan.crds] + installed_crds
+    err = build.build_error([s.resource for s in plan.steps], build.cluster_mapper(kube, api_versions, crds))
+    if err is None or plan.action == "upgrade":
+        return err  # upgrade.go validateManifest returns the Build error unwrapped
+    return build.INSTALL.format(err)

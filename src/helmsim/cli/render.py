@@ -36,6 +36,7 @@ def render_cmd(
         values=rendering.load_values(values or [], set_ or []),
         kube_version=kube,
         api_versions=apis,
+        values_files=tuple(values or ()),
     )
     release = load_release(target, opts, include_crds=include_crds)
     for note in release.notes:

@@ -21,7 +21,7 @@ The lead calls it from the store's create path: ``obj = admit(sim, obj)`` before
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.crd import CRD, crd_names, served_group_versions, served_kinds
@@ -29,98 +29,11 @@ from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
 from helmsim.cluster.podadmission import admit_pod
 from helmsim.cluster.profile import guess_plural
 from helmsim.cluster.store import ApiError, clone
+from helmsim.kube.served import builtin_served
 from helmsim.manifests import CLUSTER_SCOPED_KINDS
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
-
-# Groups compiled into kube-apiserver (kubectl api-resources, Kubernetes 1.31).
-BUILTIN_GROUPS: frozenset[str] = frozenset(
-    {
-        "",
-        "admissionregistration.k8s.io",
-        "apiextensions.k8s.io",
-        "apiregistration.k8s.io",
-        "apps",
-        "authentication.k8s.io",
-        "authorization.k8s.io",
-        "autoscaling",
-        "batch",
-        "certificates.k8s.io",
-        "coordination.k8s.io",
-        "discovery.k8s.io",
-        "events.k8s.io",
-        "extensions",
-        "flowcontrol.apiserver.k8s.io",
-        "internal.apiserver.k8s.io",
-        "networking.k8s.io",
-        "node.k8s.io",
-        "policy",
-        "rbac.authorization.k8s.io",
-        "resource.k8s.io",
-        "scheduling.k8s.io",
-        "storage.k8s.io",
-        "storagemigration.k8s.io",
-    }
-)
-
-# kubernetes/website content/en/docs/reference/using-api/deprecation-guide.md: the Kubernetes
-# minor version that stopped serving a built-in (group/version, kind).
-_REMOVED: dict[int, dict[str, tuple[str, ...]]] = {
-    16: {
-        "extensions/v1beta1": (
-            "DaemonSet",
-            "Deployment",
-            "NetworkPolicy",
-            "PodSecurityPolicy",
-            "ReplicaSet",
-        ),
-        "apps/v1beta1": ("Deployment", "ReplicaSet", "StatefulSet"),
-        "apps/v1beta2": ("DaemonSet", "Deployment", "ReplicaSet", "StatefulSet"),
-    },
-    22: {
-        "extensions/v1beta1": ("Ingress",),
-        "networking.k8s.io/v1beta1": ("Ingress", "IngressClass"),
-        "apiextensions.k8s.io/v1beta1": ("CustomResourceDefinition",),
-        "admissionregistration.k8s.io/v1beta1": (
-            "MutatingWebhookConfiguration",
-            "ValidatingWebhookConfiguration",
-        ),
-        "apiregistration.k8s.io/v1beta1": ("APIService",),
-        "authentication.k8s.io/v1beta1": ("TokenReview",),
-        "authorization.k8s.io/v1beta1": (
-            "LocalSubjectAccessReview",
-            "SelfSubjectAccessReview",
-            "SelfSubjectRulesReview",
-            "SubjectAccessReview",
-        ),
-        "certificates.k8s.io/v1beta1": ("CertificateSigningRequest",),
-        "coordination.k8s.io/v1beta1": ("Lease",),
-        "rbac.authorization.k8s.io/v1beta1": (
-            "ClusterRole",
-            "ClusterRoleBinding",
-            "Role",
-            "RoleBinding",
-        ),
-        "scheduling.k8s.io/v1beta1": ("PriorityClass",),
-        "storage.k8s.io/v1beta1": ("CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"),
-    },
-    25: {
-        "batch/v1beta1": ("CronJob",),
-        "discovery.k8s.io/v1beta1": ("EndpointSlice",),
-        "events.k8s.io/v1beta1": ("Event",),
-        "autoscaling/v2beta1": ("HorizontalPodAutoscaler",),
-        "policy/v1beta1": ("PodDisruptionBudget", "PodSecurityPolicy"),
-        "node.k8s.io/v1beta1": ("RuntimeClass",),
-    },
-    26: {
-        "flowcontrol.apiserver.k8s.io/v1beta1": ("FlowSchema", "PriorityLevelConfiguration"),
-        "autoscaling/v2beta2": ("HorizontalPodAutoscaler",),
-    },
-    27: {"storage.k8s.io/v1beta1": ("CSIStorageCapacity",)},
-    29: {"flowcontrol.apiserver.k8s.io/v1beta2": ("FlowSchema", "PriorityLevelConfiguration")},
-    32: {"flowcontrol.apiserver.k8s.io/v1beta3": ("FlowSchema", "PriorityLevelConfiguration")},
-}
 
 # The namespaces kube-apiserver creates itself (pkg/controlplane/controller/systemnamespaces):
 # they exist even when the store holds no Namespace object for them.
@@ -159,11 +72,15 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def mapping_scope(sim: Simulation, api_version: str, kind: str) -> str | None:
-    """``"Namespaced"`` or ``"Cluster"`` if the kind maps in this cluster, None if not."""
-    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-    if group in BUILTIN_GROUPS:
-        if _removed(sim, api_version, kind):
-            return None
+    """``"Namespaced"`` or ``"Cluster"`` if the kind maps in this cluster, None if not.
+
+    Built-in kinds map when the cluster's Kubernetes version serves them by default
+    (``helmsim.kube.served``; before 1.25, when the deprecation guide lists no removal) or the
+    profile's ``apiVersions`` lists them; other kinds when a profile CRD, a profile
+    ``apiVersions`` entry or an Established CRD in the store serves them.
+    """
+    builtin = builtin_served(str(getattr(sim.profile, "kubernetes_version", "") or ""), api_version, kind)
+    if builtin is not None and builtin:
         return "Cluster" if kind in CLUSTER_SCOPED_KINDS else "Namespaced"
     served = served_kinds(sim)
     if (api_version, kind) in served:
@@ -172,6 +89,11 @@ def mapping_scope(sim: Simulation, api_version: str, kind: str) -> str | None:
     if api_version in served_group_versions(sim):
         return "Cluster" if kind in CLUSTER_SCOPED_KINDS else "Namespaced"
     return None
+
+
+def serves(sim: Simulation) -> Callable[[str, str], bool]:
+    """The REST mapper of this cluster now, for Helm's Build (``helmsim.helm.build``)."""
+    return lambda api_version, kind: mapping_scope(sim, api_version, kind) is not None
 
 
 def no_kind_match_message(api_version: str, kind: str) -> str:
@@ -191,23 +113,6 @@ def resource_mapping_message(obj: Mapping[str, Any], source: str = "") -> str:
         f'resource mapping not found for name: "{meta.get("name", "")}" namespace: '
         f'"{meta.get("namespace") or ""}" from "{source}": {inner}\nensure CRDs are installed first'
     )
-
-
-def _removed(sim: Simulation, api_version: str, kind: str) -> bool:
-    minor = _minor(str(getattr(sim.profile, "kubernetes_version", "") or ""))
-    if minor is None:
-        return False
-    return any(
-        kind in table.get(api_version, ()) for cut, table in _REMOVED.items() if minor >= cut
-    )
-
-
-def _minor(version: str) -> int | None:
-    parts = version.lstrip("v").split(".")
-    try:
-        return int(parts[1]) if len(parts) > 1 else None
-    except ValueError:
-        return None
 
 
 def _check_namespace(

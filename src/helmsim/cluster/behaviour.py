@@ -525,7 +525,10 @@ def _selecting_policies(pod: Mapping[str, Any], ctx: BehaviourContext) -> list[M
     peer = pod_peer(net_pod, view)
     out = []
     for doc in ctx.policies:
-        compiled = PolicySet.from_manifests([doc])
+        try:
+            compiled = PolicySet.from_manifests([doc])
+        except InputError:
+            continue  # not enforced: the enforcer cannot import it (helmsim.cluster.netstate)
         if any(p.selects(peer) for p in compiled.k8s) or any(
             p.selects(peer) for p in compiled.cilium
         ):

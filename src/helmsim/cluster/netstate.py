@@ -42,6 +42,7 @@ from helmsim.cluster.network import (
     evaluate,
 )
 from helmsim.cluster.store import key_of, ref_of
+from helmsim.errors import InputError
 
 POLICY_KINDS = ("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
 
@@ -138,6 +139,15 @@ class NetworkState:
         return sampled if hook is None else max(0.0, float(hook(doc, sampled)))
 
     def _add_version(self, doc: Mapping[str, Any], t0: float, cause: int | None) -> None:
+        try:
+            PolicySet.from_manifests([doc])
+        except InputError as err:
+            # a policy the enforcer cannot parse is not enforced: the Cilium agent refuses to
+            # import it (cilium/cilium pkg/k8s/apis/cilium.io/v2 errors.go ErrEmptyCNP "Invalid
+            # CiliumNetworkPolicy spec(s): empty policy", rule sanitizing) and nothing of it applies
+            ref = ref_of(doc)
+            self.sim.log(self.actor, "policy-rejected", ref, f"{ref} is not enforced: {err.message}", cause=cause)
+            return
         key = key_of(doc)
         versions = self._versions.setdefault(key, [])
         v = _Version(key, dict(doc), len(versions), t0, t0 + self._propagation_of(doc), cause)

@@ -30,6 +30,7 @@ from pydantic.alias_generators import to_camel
 
 from helmsim.cluster.latency import Constant, Empirical, Latency, LogNormal, Uniform, fixed
 from helmsim.errors import InputError
+from helmsim.kube.served import builtin_apis
 from helmsim.yamlio import key_lines, load_one, read_text
 
 
@@ -423,6 +424,17 @@ class ClusterProfile(_Model):
         for crd in self.crds:
             out.setdefault(crd.group_version, None)
             out.setdefault(f"{crd.group_version}/{crd.kind}", None)
+        return list(out)
+
+    def capability_api_versions(self, kube_version: str | None = None) -> list[str]:
+        """``.Capabilities.APIVersions`` as Helm sees this cluster: ``helm_api_versions`` plus
+        every built-in group/version and group/version/Kind its Kubernetes version serves
+        (helm/helm pkg/action/action.go GetVersionSet reads them from discovery;
+        ``helmsim.kube.served``; ``kube_version`` overrides the profile's). Helm's engine adds them
+        to its own default set."""
+        out: dict[str, None] = dict.fromkeys(self.helm_api_versions())
+        for entry in builtin_apis(kube_version or self.kubernetes_version).capability_entries():
+            out.setdefault(entry, None)
         return list(out)
 
     def storage_class(self, name: str) -> StorageClass | None:

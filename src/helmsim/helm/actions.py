@@ -14,14 +14,17 @@ from typing import Any, Literal
 import simpy
 
 from helmsim import kstatus
+from helmsim.cluster.admission import serves
+from helmsim.cluster.controllers.crd import CRD, crd_names
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.selectors import matches_selector
 from helmsim.cluster.store import ApiError, clone, merged_for_apply, spec_equal
-from helmsim.helm import immutable
+from helmsim.helm import build, immutable
 from helmsim.helm.order import hook_order, kind_groups, manifest_order
 from helmsim.helm.release import HookRun, Release, ReleaseStorage
 from helmsim.kstatus import ObjectId, Result, Status
 from helmsim.kstatus.wait import decide
+from helmsim.kube import fieldcheck
 from helmsim.manifests import Resource
 
 Proc = Generator[simpy.Event, Any, Any]
@@ -105,6 +108,26 @@ def to_object(res: Resource, release: str, namespace: str) -> dict[str, Any]:
         annotations["meta.helm.sh/release-name"] = release
         annotations["meta.helm.sh/release-namespace"] = namespace
     return obj
+
+
+def field_error(sim: Simulation, obj: dict[str, Any]) -> str | None:
+    """The API server's refusal of ``obj``'s fields when Helm applies it (server-side apply with
+    fieldValidation=Strict), wrapped as Helm wraps it; None when the fields are acceptable."""
+    api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
+    version = str(sim.profile.kubernetes_version)
+    crd = None
+    if not fieldcheck.is_builtin(version, api_version, kind):
+        group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+        crd = next(
+            (
+                c
+                for c in sim.store.list(CRD)
+                if (c.get("spec") or {}).get("group") == group and crd_names(c).get("kind") == kind
+            ),
+            None,
+        )
+    err = fieldcheck.apply_error(obj, kube_version=version, crd=crd)
+    return None if err is None else fieldcheck.helm_apply_error(obj, err)
 
 
 def object_id(res: Resource) -> ObjectId:
@@ -218,6 +241,11 @@ def _create_group(
     errors: list[str] = []
     for res in group:
         obj = to_object(res, rel.name, rel.namespace)
+        refused = field_error(sim, obj)
+        if refused is not None:
+            errors.append(refused)
+            sim.log(ctx.actor, "apply-error", res.ref, refused, cause=cause)
+            continue
         live = sim.store.get(res.kind, res.namespace, res.name)
         try:
             if live is None:
@@ -261,6 +289,9 @@ def _apply_hook(ctx: HelmContext, hook: Resource, rel: Release, server_side: boo
     sim = ctx.sim
     yield sim.sleep(sim.latency("api_write"))
     obj = to_object(hook, rel.name, rel.namespace)
+    refused = field_error(sim, obj)
+    if refused is not None:
+        return refused
     try:
         if server_side:
             sim.store.apply(obj, actor=ctx.actor, cause=cause)
@@ -292,6 +323,12 @@ def exec_hooks(ctx: HelmContext, rel: Release, hooks: Sequence[Resource], event:
                 err = yield from wait_deleted(ctx, [hook], opts.timeout)
                 if err:
                     return err
+        # helm/helm pkg/action/hooks.go: each hook is built (mapped) right before it is created
+        unmapped = build.mapping_error(hook, serves(sim))
+        if unmapped is not None:
+            text = build.HOOK.format(event=event, path=hook.source.path, err=unmapped)
+            sim.log(ctx.actor, "apply-error", hook.ref, text, cause=ev.id)
+            return text
         run = HookRun(name=hook.name, kind=hook.kind, started_at=sim.now)
         rel.hook_runs.append(run)
         err = yield from _apply_hook(ctx, hook, rel, opts.server_side, ev.id)
@@ -398,6 +435,15 @@ def wait_legacy(ctx: HelmContext, resources: Sequence[Resource], opts: ActionOpt
         yield sim.sleep(min(LEGACY_POLL_INTERVAL, deadline - sim.now))
 
 
+def _build(ctx: HelmContext, manifest: Sequence[Resource], what: str, cause: int | None = None) -> str | None:
+    """Helm's Build of a release manifest against the APIs served now (``helmsim.helm.build``):
+    the aggregate error, or None; each unmapped object's error goes to the trace on its lane."""
+    failed = build.unmapped(manifest_order(list(manifest)), serves(ctx.sim))
+    for res, err in failed:
+        ctx.sim.log(ctx.actor, "apply-error", res.ref, err, cause=cause, build=what)
+    return build.aggregate([e for _, e in failed])
+
+
 # --- install -------------------------------------------------------------------------------------
 def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     """``helm install`` (helm/helm pkg/action/install.go RunWithContext)."""
@@ -408,6 +454,13 @@ def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
         err = yield from apply_crds(ctx, spec.crds, opts)
         if err:
             return ActionResult("install", False, None, err)
+    # helm/helm pkg/action/install.go RunWithContext: the manifest (hooks excluded) is built
+    # before any hook runs, any object is created or the release is stored
+    unmapped = _build(ctx, spec.manifest, f"{spec.namespace}/{spec.name}")
+    if unmapped is not None:
+        text = build.INSTALL.format(unmapped)
+        ev = sim.log(ctx.actor, "build-failed", f"{spec.namespace}/{spec.name}", text, action="install")
+        return ActionResult("install", False, None, text, trace_id=ev.id)
     history = ctx.storage.history(spec.namespace, spec.name)
     revision = (history[-1].revision + 1) if history else 1
     rel = Release(
@@ -454,6 +507,12 @@ def apply_crds(ctx: HelmContext, crds: Sequence[Resource], opts: ActionOptions) 
     changed: list[Resource] = []
     for crd in crds:
         yield sim.sleep(sim.latency("api_write"))
+        refused = field_error(sim, clone(crd.body))
+        if refused is not None:
+            return (
+                "failed to apply CustomResourceDefinitions: failed to create CustomResourceDefinition "
+                f"{crd.name}: {refused}"
+            )
         try:
             if sim.store.get(crd.kind, None, crd.name) is None:
                 sim.store.create(clone(crd.body), actor="helm-controller", cause=start.id)
@@ -498,6 +557,15 @@ def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     if last.status.startswith("pending-"):
         # helm/helm pkg/action/upgrade.go: errPending
         return ActionResult("upgrade", False, None, "another operation (install/upgrade/rollback) is in progress")
+    # helm/helm pkg/action/upgrade.go prepareUpgrade validateManifest: the new manifest's Build
+    # error is returned as is; performUpgrade then builds the current release's manifest; both
+    # before the new release is stored
+    unmapped = _build(ctx, spec.manifest, f"{spec.namespace}/{spec.name}")
+    if unmapped is None and (current_err := _build(ctx, current.manifest, current.id)) is not None:
+        unmapped = build.CURRENT.format(current_err)
+    if unmapped is not None:
+        ev = sim.log(ctx.actor, "build-failed", f"{spec.namespace}/{spec.name}", unmapped, action="upgrade")
+        return ActionResult("upgrade", False, None, unmapped, trace_id=ev.id)
     rel = Release(
         name=spec.name, namespace=spec.namespace, revision=last.revision + 1, chart=spec.chart,
         status="pending-upgrade", manifest=tuple(manifest_order(spec.manifest)), hooks=tuple(spec.hooks),
@@ -546,7 +614,12 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
             err_text = f"could not get information about the resource: {unreachable.message}"
             sim.log(ctx.actor, "apply-error", res.ref, err_text, cause=cause)
             return err_text
+        refused = field_error(sim, obj)
         if live is None:
+            if refused is not None:
+                text = f"failed to create resource: {refused}"
+                sim.log(ctx.actor, "apply-error", res.ref, text, cause=cause)
+                return text
             try:
                 sim.store.create(obj, actor=ctx.actor, cause=cause)
             except ApiError as err:
@@ -554,6 +627,10 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
                 text = f"failed to create resource: {err.message}"
                 sim.log(ctx.actor, "apply-error", res.ref, text, cause=cause)
                 return text
+            continue
+        if refused is not None:
+            sim.log(ctx.actor, "apply-error", res.ref, refused, cause=cause)
+            errors.append(refused)
             continue
         old = old_by_key.get(res.key)
         # What the patch changes: the target over the live object, with what the previous
@@ -610,6 +687,15 @@ def rollback(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions) -
     )
     ctx.storage.add(rel, opts.max_history)
     start = sim.log(ctx.actor, "action-start", rel.id, f"rollback {namespace}/{name} to revision {target_rev.revision}", action="rollback")
+    # helm/helm pkg/action/rollback.go performRollback: both manifests are built after the
+    # rollback release is stored; a failure leaves it pending-rollback
+    unmapped = _build(ctx, current.manifest, current.id, start.id)
+    text = build.CURRENT.format(unmapped) if unmapped is not None else None
+    if text is None and (unmapped := _build(ctx, rel.manifest, rel.id, start.id)) is not None:
+        text = build.NEW.format(unmapped)
+    if text is not None:
+        sim.log(ctx.actor, "build-failed", rel.id, text, cause=start.id, action="rollback")
+        return ActionResult("rollback", False, rel, text, rollback_to=target_rev.revision)
     if not opts.disable_hooks:
         err = yield from exec_hooks(ctx, rel, rel.hooks, "pre-rollback", opts, start.id)
         if err:

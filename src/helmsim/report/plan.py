@@ -22,6 +22,8 @@ class PlanContext:
     namespace: str
     chart: str = ""
     dropped: tuple[tuple[Source, str], ...] = ()
+    build_error: str | None = None
+    """Helm's Build error against the profile's APIs (helmsim.helm.build), when it fails."""
 
 
 def _obj(res: Resource) -> dict[str, Any]:
@@ -60,6 +62,7 @@ def to_json(plan: Plan, ctx: PlanContext) -> str:
         "deletes": [_step(s) for s in plan.deletes],
         "deletesSkipped": plan.deletes_skipped,
         "errors": list(plan.errors),
+        "buildError": ctx.build_error,
         "dropped": [
             {"path": src.path, "index": src.index, "line": src.line, "hook": hook}
             for src, hook in ctx.dropped
@@ -97,6 +100,9 @@ def render_text(plan: Plan, ctx: PlanContext, console: Console) -> None:
     console.print(
         Text(f"{plan.action.capitalize()} plan for release {ctx.namespace}/{ctx.release_name}{chart}", style="bold")
     )
+    if ctx.build_error is not None:
+        # helm/helm pkg/action/install.go, upgrade.go: Build fails before anything below happens
+        console.print(Text(f"Helm's Build fails, so nothing below happens: {ctx.build_error}", style="red"))
     phase = 0
 
     def heading(title: str) -> None:
