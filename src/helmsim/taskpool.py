@@ -210,16 +210,26 @@ def execute(fn: Callable[[T], R], index: int, item: T) -> Done[R]:
     return Done(index, value, worker_id(), after is not None and after != before, peak_rss(), engine)
 
 
-def execute_pickled(
-    fn: bytes, index: int, item: bytes, ledger: Any, cwd: str | None = None
-) -> Done[Any]:
-    """A Ray task: record its start with ``ledger``, move to the driver's directory ``cwd``
-    (``None``: stay, e.g. in an uploaded working_dir), then unpickle and run it. Recording
-    comes before unpickling (which imports the simulator in a fresh worker), so a worker killed
-    at any point of the task is known."""
-    import ray
+_UNPICKLED: list[tuple[bytes, Any]] = []
 
-    ray.get(ledger.started.remote(index, worker_id()))
+
+def _task_of(blob: bytes) -> Any:
+    """The task a Ray worker was sent, unpickled once per worker and run (the same bytes come
+    with every batch of a run)."""
+    if _UNPICKLED and _UNPICKLED[0][0] == blob:
+        return _UNPICKLED[0][1]
+    task = pickle.loads(blob)
+    _UNPICKLED[:] = [(blob, task)]
+    return task
+
+
+def execute_pickled(
+    fn: bytes, batch: Sequence[tuple[int, bytes]], ledger: Any, cwd: str | None = None
+) -> list[Done[Any]]:
+    """A Ray task: a batch of items. Move to the driver's directory ``cwd`` (``None``: stay,
+    e.g. in an uploaded working_dir); for each item tell ``ledger`` it started, unpickle and
+    run it, tell ``ledger`` it is done. The start is told before unpickling (which imports the
+    simulator in a fresh worker), so a worker killed at any point of an item is known."""
     if cwd is not None and os.getcwd() != cwd:
         try:
             os.chdir(cwd)
@@ -228,9 +238,15 @@ def execute_pickled(
                 f"Ray worker {worker_id()} has no directory {cwd}: every node needs the driver's "
                 "files at the same paths, or use --ray-upload (docs/fleet.md)"
             ) from None
-    done = execute(pickle.loads(fn), index, pickle.loads(item))
-    ray.get(ledger.done.remote(index, done.worker))
-    return done
+    out = []
+    for index, item in batch:
+        # Not waited for: a task blocked in ray.get gives its CPU back, and Ray would start
+        # another worker process to use it.
+        ledger.started.remote(index, worker_id())
+        done = execute(_task_of(fn), index, pickle.loads(item))
+        ledger.done.remote(index, done.worker)
+        out.append(done)
+    return out
 
 
 def _execute_many(fn: Callable[[T], R], batch: Sequence[tuple[int, T]], cwd: str) -> list[Done[R]]:
@@ -409,12 +425,17 @@ def _iter_ray(
     # named, so an operator (or a test) can ask which worker runs which task
     name = f"{LEDGER_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
     ledger = ray.remote(num_cpus=0)(Ledger).options(name=name).remote()
-    ray.get(ledger.all.remote())  # up before any task: a task's start is recorded at once
     remote = ray.remote(max_retries=RAY_MAX_RETRIES, retry_exceptions=False)(execute_pickled)
     fn_ref = ray.put(pickle.dumps(fn))
     cwd = None if backend.upload else os.getcwd()
+    # Batches of items per task, as on the local pool: a task costs Ray a few milliseconds,
+    # a rehearsal of a small chart not much more. Four batches per CPU keep the load even.
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    size = max(1, len(items) // (cpus * 4))
+    numbered = [(i, pickle.dumps(item)) for i, item in enumerate(items)]
     pending = {
-        remote.remote(fn_ref, i, pickle.dumps(item), ledger, cwd): i for i, item in enumerate(items)
+        remote.remote(fn_ref, numbered[k : k + size], ledger, cwd): numbered[k][0]
+        for k in range(0, len(numbered), size)
     }
     finished: dict[int, str] = {}
     try:
@@ -423,7 +444,7 @@ def _iter_ray(
             for ref in ready:
                 index = pending.pop(ref)
                 try:
-                    done = ray.get(ref)
+                    batch = ray.get(ref)
                 except ray.exceptions.RayTaskError as err:
                     cause = getattr(err, "cause", None)
                     if isinstance(cause, BaseException):
@@ -434,8 +455,9 @@ def _iter_ray(
                         f"task {index}: its Ray worker died {RAY_MAX_RETRIES + 1} times "
                         f"(Ray retries a lost task {RAY_MAX_RETRIES} times): {type(err).__name__}"
                     ) from None
-                finished[index] = done.worker
-                yield done
+                for done in batch:
+                    finished[done.index] = done.worker
+                    yield done
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)
