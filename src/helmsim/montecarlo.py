@@ -187,7 +187,10 @@ def run_many(
     items = [(i, run_seed(seed, i)) for i in range(runs)]
     if where.name == "local" and (n <= 1 or runs < 4):
         where = taskpool.Backend("local", 1)
-    chunks = _chunks(items, 1 if where.workers == 1 else n * 8)
+    if where.name == "ray":  # one run per item: the pool batches them by the cluster's CPUs
+        chunks = [[item] for item in items]
+    else:
+        chunks = _chunks(items, 1 if where.workers == 1 else n * 8)
     sizes = [len(c) for c in chunks]
 
     def step(done: int, total: int) -> None:
