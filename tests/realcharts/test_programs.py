@@ -113,9 +113,10 @@ def test_check_names_the_missing_api() -> None:
 
 def test_operator_on_default_deny_is_not_ready_and_names_the_denied_need() -> None:
     """cilium-always and no policy of its own: the operator's first API call (its ConfigMap)
-    dials 10.96.0.1:443 for 30 s and it exits 1; its startup probe fails meanwhile; the kubelet
-    restarts it at once, then after 10 s, 20 s, 40 s; at the 5m timeout it waits out an 80 s
-    back-off with 4 restarts."""
+    dials 10.96.0.1:443 (it would give up after client-go's 30 s), its startup probe fails
+    meanwhile, and at the 6th failure (6 × 5 s) the kubelet kills it (exit 143) — the probe's
+    clock wins the tie with the dial timeout; the kubelet restarts it at once, then after 10 s,
+    20 s, 40 s; at the 5m timeout it waits out an 80 s back-off with 4 restarts."""
     result = _simulate(OPERATOR, "cilium-always", "cnpg-system")
     (op,) = result.releases
     assert op.outcome == "Stalled" and op.message == (
@@ -126,14 +127,15 @@ def test_operator_on_default_deny_is_not_ready_and_names_the_denied_need() -> No
     # the fifth run exited at t=226.6; the simulation ends at t=305 (the first 5 s step after
     # Stalled), inside the 80 s back-off
     assert _columns(result, pod) == ("0/1", "CrashLoopBackOff", "4 (78s ago)")
-    failed = [e for e in result.trace if e.what == "need-failed"]
-    assert [e.data["need"] for e in failed] == ["kube-apiserver"] * 5
-    assert failed[0].data["error"] == "dial tcp 10.96.0.1:443: i/o timeout"
-    unhealthy = [e.message for e in result.trace if e.what == "event" and e.data.get("reason") == "Unhealthy"]
+    killed = [e for e in result.trace if e.what == "probe-killed"]
+    assert [e.data["doing"] for e in killed] == ["connecting to kube-apiserver"] * 5
+    exits = [e.data["exitCode"] for e in result.trace if e.what == "container-exited"]
+    assert exits == [143] * 5
+    events = [(e.data.get("reason"), e.message) for e in result.trace if e.what == "event" and e.obj.startswith("Pod/")]
     ip = pod["status"]["podIP"]
-    assert unhealthy[0] == (
-        f'Startup probe failed: Get "https://{ip}:9443/readyz": dial tcp {ip}:9443: connect: connection refused'
-    )
+    probe_error = f'Startup probe failed: Get "https://{ip}:9443/readyz": dial tcp {ip}:9443: connect: connection refused'
+    assert ("Unhealthy", probe_error) in events
+    assert ("Killing", "Container manager failed startup probe, will be restarted") in events
 
 
 def test_check_finding_names_the_denied_need_and_what_it_did() -> None:
@@ -144,9 +146,9 @@ def test_check_finding_names_the_denied_need_and_what_it_did() -> None:
     assert found["message"] == (
         "Deployment/cnpg-system/pg-operator needs kube-apiserver but under cilium-always (cilium CNI, "
         "policyEnforcementMode always) no policy allows that egress for its pods: every attempt is dropped; "
-        "manager (cloudnative-pg-operator) gives up (dial tcp 10.96.0.1:443: i/o timeout) and exits 1, 5 runs in all, "
-        "the kubelet restarts it with its back-off (CrashLoopBackOff, RESTARTS 4 at the end), its startup probe "
-        "fails while it is not serving, so it is never Ready; the release ends Stalled"
+        "the kubelet kills manager when its startup probe has failed while it is still connecting to kube-apiserver "
+        "(exit 143, 5 runs in all), the kubelet restarts it with its back-off (CrashLoopBackOff, RESTARTS 4 at the end), "
+        "so it is never Ready; the release ends Stalled"
     )
 
 

@@ -450,3 +450,47 @@ def test_a_peer_named_by_env_is_needed_and_crash_loops_until_it_is_ready() -> No
     # the run that connected started after db was ready (a run before it was refused at once)
     starts = _started(sim)
     assert starts[-1] > db_ready and len(starts) == len(failed) + 1
+
+
+def test_a_liveness_probe_of_a_process_still_connecting_gets_it_killed_first() -> None:
+    """ingress-nginx's chart: liveness GET /healthz (initialDelaySeconds 10, periodSeconds 10,
+    failureThreshold 5): the 5th failure, 60 s in, comes long before the controller's own
+    give-up (375 s): the kubelet kills it (Killing: "Container controller failed liveness probe,
+    will be restarted"), it exits 143 and restarts with the back-off."""
+    probe = {"httpGet": {"path": "/healthz", "port": 10254}, "initialDelaySeconds": 10, "periodSeconds": 10}
+    controller = {
+        "name": "controller",
+        "image": "registry.k8s.io/ingress-nginx/controller:v1.12.0",
+        "args": ["/nginx-ingress-controller"],
+        "readinessProbe": {**probe, "failureThreshold": 3},
+        "livenessProbe": {**probe, "failureThreshold": 5},
+    }
+    sim = _sim("cilium-always", *_rbac(), _workload("Deployment", controller))
+    sim.run(until=200)
+    starts = _started(sim)
+    exits = [(round(e.time - s, 2), e.data["exitCode"]) for e, s in zip(_events(sim, "container-exited"), starts, strict=False)]
+    assert exits[:2] == [(60.0, 143), (60.0, 143)]
+    killing = [e.message for e in _events(sim, "event") if e.data.get("reason") == "Killing"]
+    assert killing[0] == "Container controller failed liveness probe, will be restarted"
+    killed = _events(sim, "probe-killed")[0]
+    assert killed.message == (
+        "controller: killed after its liveness probe failed 5 times, while it was still connecting to "
+        "kube-apiserver"  # its second try, after the first timed out at 30 s and 1 s of back-off
+    )
+
+
+def test_a_liveness_endpoint_served_from_the_start_keeps_a_waiting_webhook_alive() -> None:
+    """cert-manager's webhook retries its certificate every second; /livez answers meanwhile
+    (catalog: liveness at-start), so it is never killed — only never ready."""
+    webhook = {
+        "name": "webhook",
+        "image": "quay.io/jetstack/cert-manager-webhook:v1.16.0",
+        "args": ["--dynamic-serving-ca-secret-namespace=ops", "--dynamic-serving-ca-secret-name=ca"],
+        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 6080}, "periodSeconds": 5},
+        "livenessProbe": {"httpGet": {"path": "/livez", "port": 6080}, "periodSeconds": 10},
+    }
+    sim = _sim("cilium-always", *_rbac(), _workload("Deployment", webhook))
+    sim.run(until=300)
+    assert not _events(sim, "probe-killed") and len(_started(sim)) == 1
+    assert [e.data["need"] for e in _events(sim, "program-waiting")] == ["kube-apiserver"]
+    assert kubectl_columns(_pods(sim)[0], sim.datetime()).ready == "0/1"

@@ -231,6 +231,8 @@ class ContainerModel:
     probes_after_needs: bool = True
     """Readiness and startup probes answer only once its needs and checks passed (a process
     that is still connecting serves nothing); ``False``: from the start."""
+    liveness_after_needs: bool = True
+    """Its liveness probe, likewise (a liveness endpoint served from the start: ``False``)."""
     creates: tuple[Mapping[str, Any], ...] = ()
     """Objects it creates (when absent) as the pod's ServiceAccount after its needs pass."""
     entry: str = ""
@@ -1120,6 +1122,7 @@ def _container(
         retry=program.retry if program is not None else None,
         fail_exit_code=program.fail_exit_code if program is not None else 1,
         probes_after_needs=program.probes_after_needs if program is not None else True,
+        liveness_after_needs=program.liveness_after_needs if program is not None else True,
         creates=program.creates if program is not None else (),
         entry=program.entry if program is not None else "",
         known=known,

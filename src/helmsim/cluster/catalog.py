@@ -206,6 +206,9 @@ class EntrySpec(_Model):
     probes: Literal["after-needs", "at-start"] = "after-needs"
     """When its readiness and startup probes can succeed: once its needs and checks pass, or
     from the start (it serves its health endpoint before connecting anywhere)."""
+    liveness: Literal["after-needs", "at-start"] | None = None
+    """When its liveness probe can succeed (default: as ``probes``); a liveness probe that keeps
+    failing gets the container killed and restarted."""
     creates: list[dict[str, Any]] = Field(default_factory=list)
     """Objects it creates as the pod's ServiceAccount when they do not exist (``${...}``
     templates allowed in strings)."""

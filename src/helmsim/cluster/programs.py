@@ -155,6 +155,7 @@ class Program:
     run_seconds: float | None = None
     run_set: bool = False
     probes_after_needs: bool = True
+    liveness_after_needs: bool = True
     creates: tuple[Mapping[str, Any], ...] = ()
     log_ready: str = ""
     log_failed: str = ""
@@ -337,6 +338,7 @@ def _image_program(spec: EntrySpec, label: str, view: ContainerView, namespace: 
         run_seconds=run_seconds,
         run_set=run is not None,
         probes_after_needs=spec.probes == "after-needs",
+        liveness_after_needs=(spec.liveness or spec.probes) == "after-needs",
         creates=tuple(creates),
         log_ready=spec.logs.ready or "",
         log_failed=spec.logs.failed or "",

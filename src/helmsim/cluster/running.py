@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 # k8s.io/api core/v1/types.go Probe: periodSeconds defaults to 10, successThreshold and
 # failureThreshold to 1 and 3.
 PROBE_PERIOD = 10.0
+FAILURE_THRESHOLD = 3
 
 
 # --- the checks a program makes through the API server ------------------------------------------
@@ -211,6 +212,7 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
         deadline = start + retry.bound if retry is not None and retry.hard and retry.bound else None
         failure: tuple[str, str, int | None, bool, bool] | None = None  # need, error, event, network, fatal
         for target in model.needs:
+            rt.activity[name] = f"connecting to {target}"
             timeout = model.connect_timeout if deadline is None else max(0.0, min(model.connect_timeout, deadline - sim.now))
             res = yield from rt.k.net.connect(rt.key, target, timeout, cause=last, container=name)
             if not res.ok:
@@ -226,6 +228,7 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
         if failure is None:
             break
         need, error, ev, network, fatal = failure
+        rt.activity[name] = f"waiting for {need} ({error})"
         retries = (
             retry is not None and retry.bound != 0 and not fatal and (retry.needs or not network)
         )
@@ -269,6 +272,7 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
             code = retry.exit_code
         line = model.log_failed.replace("{error}", error) if model.log_failed else f"Error: {error}"
         return _give_up(rt, model, need, error, code, line, ev, network=network)
+    rt.activity.pop(name, None)
     rt.now_serving(name, run)
     if model.creates:
         code = yield from _create(rt, model, last)
@@ -392,6 +396,7 @@ def wait_loop(rt: PodRuntime, model: ContainerModel, cause: int) -> Generator[An
     last: int | None = cause
     logged = False
     first = True
+    rt.activity[model.name] = f"waiting for {wait.target}"
     while True:
         limit = wait.probe_timeout if end is None else min(wait.probe_timeout, end - sim.now)
         res = yield from rt.k.net.connect(rt.key, wait.target, limit, cause=last, container=model.name)
@@ -534,6 +539,61 @@ def schedule_probes(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], ru
     first, _ = _ticks(probe, start)
     label = "Startup" if probes[0] == "startupProbe" else "Readiness"
     rt.sim.after(first - start, _probe_failed, rt, st, run, label, _probe_error(rt, c, probe))
+    _schedule_kill(rt, c, st, run, model)
+
+
+def _schedule_kill(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], run: int, model: ContainerModel) -> None:
+    """A startup probe — or, without one, a liveness probe that depends on the process — that
+    fails ``failureThreshold`` times in a row (default 3) gets the container killed
+    (kubernetes pkg/kubelet/prober/worker.go; kuberuntime_manager.go computePodActions)."""
+    startup, liveness = c.get("startupProbe"), c.get("livenessProbe")
+    if startup:
+        probe, label = startup, "startup"
+    elif liveness and model.liveness_after_needs:
+        probe, label = liveness, "liveness"
+    else:
+        return
+    first, period = _ticks(probe, rt.sim.now)
+    threshold = int(probe.get("failureThreshold") or FAILURE_THRESHOLD)
+    at = first + (threshold - 1) * period
+    rt.sim.after(at - rt.sim.now, _probe_kill, rt, st, run, label, threshold, _probe_error(rt, c, probe))
+
+
+PROBE_KILL = "probe-kill"
+
+
+def is_probe_kill(cause: Any) -> bool:
+    """Whether a process interrupt is the kubelet killing the container for a failed probe."""
+    return isinstance(cause, tuple) and bool(cause) and cause[0] == PROBE_KILL
+
+
+def _probe_kill(rt: PodRuntime, st: dict[str, Any], run: int, label: str, threshold: int, error: str) -> None:
+    name = st["name"]
+    if rt.stopped or rt.runs[name] != run + 1 or "running" not in st["state"]:
+        return
+    if rt.pending_probes.get(name, (None, 0.0))[0] != run:
+        return  # it serves: the probe passed
+    proc = rt.procs.get(name)
+    if proc is None or not proc.is_alive:
+        return
+    rt.pending_probes.pop(name, None)
+    doing = rt.activity.get(name, "")
+    # kubernetes pkg/kubelet/prober/prober.go: each failure is an Unhealthy event;
+    # kuberuntime_manager.go: "Container %s failed %s probe, will be restarted" (Killing).
+    failed = rt.event("Warning", "Unhealthy", f"{label.capitalize()} probe failed: {error}")
+    restart = rt.policy != "Never"
+    message = f"Container {name} failed {label} probe" + (", will be restarted" if restart else "")
+    ev = rt.event("Normal", "Killing", message, failed)
+    rt.log(
+        "probe-killed",
+        f"{name}: killed after its {label} probe failed {threshold} times"
+        + (f", while it was still {doing}" if doing else ""),
+        ev,
+        container=name,
+        probe=label,
+        doing=doing,
+    )
+    proc.interrupt((PROBE_KILL, label))
 
 
 def _schedule_marks(rt: PodRuntime, st: dict[str, Any], run: int, now: float, started: float | None, ready: float | None) -> None:
@@ -576,6 +636,7 @@ __all__ = [
     "assumed_behaviours",
     "behave",
     "evaluate_check",
+    "is_probe_kill",
     "note_assumptions",
     "now_serving",
     "probe_times",

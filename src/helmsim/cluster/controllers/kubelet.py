@@ -342,6 +342,8 @@ class PodRuntime:
         self.runs: dict[str, int] = defaultdict(int)
         self.pending_probes: dict[str, tuple[int, float]] = {}
         """Containers whose probes wait for the process to serve: name → (run, start)."""
+        self.activity: dict[str, str] = {}
+        """What each container's program is doing while it does not serve (for the trace)."""
         self.last_event: int | None = None
         found = self.sim.trace.find(what="scheduled", obj=self.ref)
         self.cause = found[-1].id if found else None
@@ -756,7 +758,13 @@ class PodRuntime:
 
     # --- behaviour -------------------------------------------------------------------------------
     def _behave(self, model: ContainerModel, run: int, cause: int) -> Generator[Any, Any, int]:
-        return (yield from running.behave(self, model, run, cause))
+        try:
+            return (yield from running.behave(self, model, run, cause))
+        except simpy.Interrupt as intr:
+            if not running.is_probe_kill(intr.cause):
+                raise
+            # the kubelet stopped it for a failed liveness or startup probe (SIGTERM)
+            return EXIT_SIGTERM
 
     # --- stopping --------------------------------------------------------------------------------
     def _deadline(self, seconds: float) -> Generator[Any, Any, None]:

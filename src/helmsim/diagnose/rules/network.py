@@ -276,11 +276,25 @@ def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
     """
     racing = {(r.pod, str(d.data.get("target"))) for r in races(run) for d in r.denied}
     out: dict[str, Candidate] = {}
-    for ev in run.events(what="connect-timeout"):
+    # the program gave up on the connection, or the kubelet killed it (a liveness or startup
+    # probe) while it was still connecting
+    ends = [
+        e
+        for e in run.trace
+        if e.what == "connect-timeout"
+        or (e.what == "probe-killed" and str(e.data.get("doing", "")).startswith("connecting to "))
+    ]
+    for ev in ends:
         if not ev.obj.startswith("Pod/"):
             continue
+        wanted = str(ev.data.get("doing", "")).removeprefix("connecting to ") if ev.what == "probe-killed" else None
         denial = next(
-            (d for d in run.events(what="connect-denied", obj=ev.obj) if d.time <= ev.time), None
+            (
+                d
+                for d in run.events(what="connect-denied", obj=ev.obj)
+                if d.time <= ev.time and (wanted is None or str(d.data.get("target")) == wanted)
+            ),
+            None,
         )
         if denial is None:
             continue

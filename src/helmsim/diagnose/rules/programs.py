@@ -54,6 +54,7 @@ def consequences(
     evs = [e for e in run.trace if e.obj in pods]
     failed = [e for e in evs if e.what == "need-failed" and (need is None or e.data.get("need") == need)]
     waiting = [e for e in evs if e.what == "program-waiting" and (need is None or e.data.get("need") == need)]
+    killed = [e for e in evs if e.what == "probe-killed"]
     backoff = [e for e in evs if e.what == "event" and e.data.get("reason") == "BackOff" and "restarting" in e.message]
     probes = [e for e in evs if e.what == "probe-failed"]
     parts: list[str] = []
@@ -69,6 +70,15 @@ def consequences(
             + (f", {runs} runs in all" if runs > 1 else "")
         )
         steps.append(first)
+    elif killed:
+        first = killed[0]
+        who = str(first.data.get("container")) if named else "it"
+        parts.append(
+            f"the kubelet kills {who} when its {first.data.get('probe')} probe has failed while it is still "
+            f"{first.data.get('doing') or 'starting'} (exit 143"
+            + (f", {len(killed)} runs in all)" if len(killed) > 1 else ")")
+        )
+        steps.append(first)
     elif waiting:
         first = waiting[0]
         who = str(first.data.get("container")) if named else "it"
@@ -82,8 +92,11 @@ def consequences(
         )
         steps.append(backoff[0])
     if probes:
-        parts.append(f"its {probes[0].data.get('probe')} probe fails while it is not serving, so it is never Ready")
-        steps.append(probes[0])
+        if killed and not failed:
+            parts.append("so it is never Ready")
+        else:
+            parts.append(f"its {probes[0].data.get('probe')} probe fails while it is not serving, so it is never Ready")
+        steps.insert(0, probes[0])
     text = ("; " + ", ".join(parts)) if parts else ""
     return text, [step(e) for e in sorted(steps, key=lambda e: e.id)]
 
