@@ -102,10 +102,12 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
     status exit on NotFound).
     """
     if check.kind == "api":
-        from helmsim.cluster.admission import mapping_scope, no_kind_match_message
+        # the REST mapping Helm's Build pre-flight uses (helmsim.helm.build via admission.serves):
+        # built-in kinds of the cluster's version, profile APIs, Established CRDs in the store
+        from helmsim.cluster.admission import no_kind_match_message, serves
 
         gv, _, kind = check.target.rpartition("/")
-        if mapping_scope(sim, gv, kind) is None:
+        if not serves(sim)(gv, kind):
             return "unmet", check.error("unmet", no_kind_match_message(gv, kind)), False
         return None
     if check.kind == "webhook":
