@@ -102,12 +102,17 @@ def derive() -> dict[str, Any]:
             served.setdefault(f"{gv}/{kind}", []).append(minor)
     kinds = {key: _ranges(sorted(minors)) for key, minors in sorted(served.items())}
     dist = metadata.distribution("kubernetes_validate")
-    record = dist.read_text("RECORD") or ""
+    # the package's own files only: RECORD's script and installer lines depend on the venv
+    record = "".join(
+        line + "\n"
+        for line in sorted((dist.read_text("RECORD") or "").splitlines())
+        if line.startswith("kubernetes_validate/")
+    )
     return {
         "provenance": {
             "package": f"{PACKAGE}=={dist.version}",
             "files": "kubernetes_validate/kubernetes-json-schema/v1.<minor>.0-local/_definitions.json",
-            "record_sha256": hashlib.sha256(record.encode()).hexdigest(),
+            "record_sha256": hashlib.sha256(record.encode()).hexdigest(),  # kubernetes_validate/ lines of RECORD, sorted
             "rule": "stable versions + legacyBetaEnabledByDefaultResources "
             "(kubernetes/kubernetes pkg/controlplane/instance.go DefaultAPIResourceConfigSource)",
             "derived_by": "python -m helmsim.kube.derive_served",
