@@ -76,6 +76,18 @@ def test_simulate_with_broken_helmreleases(text: str) -> None:
     cli_exits_cleanly(["simulate", str(SEED2), "--helmrelease", _file("hr.yaml", text), "--horizon", "10m"])
 
 
+@fuzz_settings(15, deadline_s=60)
+@given(yaml_text(MANIFESTS))
+def test_simulate_of_broken_manifests(text: str) -> None:
+    """A chart whose template is a broken manifest, simulated: Helm's engine, the plan, the
+    controllers (mistyped fields are the manifest validation's to refuse, exit 1 or 2)."""
+    chart = _DIR / "chart"
+    (chart / "templates").mkdir(parents=True, exist_ok=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: fuzzed\nversion: 0.1.0\n")
+    (chart / "templates" / "all.yaml").write_bytes(encode(text.replace("{{", "{ {")))
+    cli_exits_cleanly(["simulate", str(chart), "--horizon", "10m"])
+
+
 _SUBPROCESS_READERS = [
     ("plan", MANIFESTS, lambda f: ["plan", f]),
     ("status", OBJECTS, lambda f: ["status", f]),
