@@ -3,9 +3,9 @@
 Each matrix entry is a values file (or the chart's defaults). Both renders use Helm's engine
 (``helmsim.render``). An entry is byte-identical, differs only in formatting (same objects
 after parsing: key order, quoting, comments, document separators, template file or document
-order) or changes objects: added, removed, or fields changed, with their paths. Secret
-``data``/``stringData`` and secret-like fields are replaced by a short hash before anything
-is compared or printed. ``rehearse`` simulates both renders of a changed entry and compares
+order) or changes objects: added, removed, or fields changed, with their paths. Secrets are
+replaced by a short hash (``helmsim.redaction.redact_object``) before anything is compared or
+printed. ``rehearse`` simulates both renders of a changed entry and compares
 the predicted outcomes.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fnmatch
 import glob as globlib
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from helmsim import gitref, render, yamlio
 from helmsim.errors import InputError
 from helmsim.kstatus.wait import TIMEOUT
 from helmsim.manifests import Resource, parse_documents
+from helmsim.redaction import clip, redact_object
 
 DEFAULT_MATRIX = ("ci/*-values.yaml", "ci/*.yaml")
 DEFAULTS_ENTRY = "(chart defaults)"
@@ -270,74 +270,6 @@ def _match_renames(
     return out
 
 
-# --- secrets --------------------------------------------------------------------------------
-
-_SECRET_WORDS = re.compile(
-    r"password|passwd|passphrase|secret|token|api[-_]?key|private[-_]?key|credential|access[-_]?key"
-)
-# Keys that name or locate a secret rather than hold one (secretName, tokenPath, passwordFile).
-_REFERENCE_SUFFIX = re.compile(r"(name|names|ref|path|file|dir|mountpath)$")
-
-
-# A string that carries a secret inside (a config file, a DSN, a PEM key) is hashed whole.
-_EMBEDDED_SECRET = re.compile(
-    r"(?i)(?:password|passwd|passphrase|secret|token|api[-_]?key|private[-_]?key|credential)"
-    r"[\w.-]*[\"']?[ \t]*[:=][ \t]*[^\s]"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"
-)
-
-
-def secret_hash(value: Any) -> str:
-    """What is printed instead of a secret value: a short SHA-256 of its text."""
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return f"<secret sha256:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}>"
-
-
-def is_secret_key(key: str) -> bool:
-    """A key whose scalar value is treated as a secret (``password``, ``apiKey``, ``DB_TOKEN``)."""
-    low = key.lower()
-    return bool(_SECRET_WORDS.search(low)) and not _REFERENCE_SUFFIX.search(low)
-
-
-def redact(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of an object with every secret value replaced by :func:`secret_hash`.
-
-    Secret ``data`` and ``stringData`` values are always hashed (as databus23/helm-diff
-    diff/diff.go redactSecrets never prints them); elsewhere a scalar under a secret-like key,
-    the ``value`` of a ``{name: SECRET_LIKE, value: …}`` pair (an env var) and a string that
-    embeds one (``password: x`` in a config file, a PEM private key, ``scheme://user:pw@``)
-    are hashed.
-    """
-    out = _redact(body)
-    if body.get("kind") == "Secret" and body.get("apiVersion") == "v1":
-        for key in ("data", "stringData"):
-            section = out.get(key)
-            if isinstance(section, dict):
-                out[key] = {k: secret_hash(v) for k, v in section.items()}
-            elif section is not None:
-                out[key] = secret_hash(section)
-    return out
-
-
-def _redact(value: Any) -> Any:
-    if isinstance(value, dict):
-        out: dict[Any, Any] = {}
-        env_secret = isinstance(value.get("name"), str) and is_secret_key(value["name"])
-        for k, v in value.items():
-            hide = (isinstance(k, str) and is_secret_key(k)) or (env_secret and k == "value")
-            if hide and v is not None and not isinstance(v, (bool, dict, list)):
-                out[k] = secret_hash(v)
-            else:
-                out[k] = _redact(v)
-        return out
-    if isinstance(value, list):
-        return [_redact(v) for v in value]
-    if isinstance(value, str) and _EMBEDDED_SECRET.search(value):
-        return secret_hash(value)
-    return value
-
-
 # --- object diff ----------------------------------------------------------------------------
 
 
@@ -438,7 +370,7 @@ def diff_objects(old: Sequence[Resource], new: Sequence[Resource]) -> list[Objec
         if key not in after:
             out.append(ObjectChange(_label(res, key), "removed", res.source.path))
             continue
-        fields = diff_values(redact(res.body), redact(after[key].body))
+        fields = diff_values(redact_object(res.body), redact_object(after[key].body))
         if fields:
             out.append(
                 ObjectChange(_label(res, key), "changed", after[key].source.path, tuple(fields))
@@ -608,7 +540,7 @@ def outcome_summary(outcome: Any) -> str:
         objs = _WAIT_OBJECT.findall(m.group(1))
         if objs:
             return f"{outcome.outcome}: times out on {', '.join(objs)}"
-    message = outcome.message if len(outcome.message) <= 240 else outcome.message[:239] + "…"
+    message = clip(outcome.message, 240)
     return f"{outcome.outcome}: {message}" if message else outcome.outcome
 
 

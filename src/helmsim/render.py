@@ -127,7 +127,9 @@ def load_values(files: Iterable[str | os.PathLike[str]], sets: Iterable[str] = (
         try:
             parsed = engine_worker.call("set", subject="--set", expression=expr)["value"]
         except engine_worker.EngineError as err:
-            raise InputError(f"bad --set {expr!r}: {_sdk_message(err)}") from None
+            from helmsim.redaction import scrub
+
+            raise InputError(scrub(f"bad --set {expr!r}: {_sdk_message(err)}")) from None
         values = merge_values(values, parsed)
     return values
 
@@ -258,38 +260,34 @@ def _is_manifest_template(name: str) -> bool:
 def format_like_helm_template(files: Iterable[RenderedFile], *, redact_secrets: bool = False) -> str:
     """Print rendered files as `helm template` does: ``---`` and a ``# Source:`` comment per doc.
 
-    With ``redact_secrets`` every value of a Secret's ``data``/``stringData`` is replaced by
-    ``<redacted sha256:…>`` (a hash, so changes stay visible); other documents are verbatim.
+    With ``redact_secrets`` every secret (``helmsim.redaction``: Secret data, the last-applied
+    annotation, secret-like keys and values, also inside a ``kind: List``) is replaced by
+    ``<redacted:sha256:…>``; a document holding one is printed re-serialized (without its
+    comments), every other document verbatim (with secret-like values in comments hashed).
     """
     out: list[str] = []
     for f in files:
         for chunk, line in yamlio.split_documents(f.content):
             body = chunk.strip(chr(10))
-            if redact_secrets and "Secret" in body:
+            if redact_secrets:
                 body = _redacted(body, f.path, line)
             out.append(f"---\n# Source: {f.path}\n{body}\n")
     return "".join(out)
 
 
-def redact_secret(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A Secret with each ``data``/``stringData`` value replaced by a short hash of it."""
-    import hashlib
-
-    out = dict(doc)
-    for field_name in ("data", "stringData"):
-        values = out.get(field_name)
-        if isinstance(values, Mapping):
-            out[field_name] = {
-                k: f"<redacted sha256:{hashlib.sha256(str(v).encode()).hexdigest()[:12]}>"
-                for k, v in values.items()
-            }
-    return out
-
-
 def _redacted(body: str, path: str, line: int) -> str:
     import yaml
 
-    doc = yamlio.load_one(body, path, line)
-    if not isinstance(doc, Mapping) or doc.get("kind") != "Secret":
-        return body
-    return yaml.safe_dump(redact_secret(doc), sort_keys=False, default_flow_style=False).rstrip("\n")
+    from helmsim.redaction import redact_object, scrub
+
+    doc = yamlio.load_one(body, path, line) if body.strip() else None
+    if isinstance(doc, (Mapping, list)):
+        hidden = redact_object(doc)
+        if hidden != doc:
+            dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when installed
+            text = yaml.dump(
+                hidden, Dumper=dumper, sort_keys=False, default_flow_style=False,
+                allow_unicode=True, width=2**31 - 1,
+            )
+            return str(text).rstrip("\n")
+    return scrub(body)

@@ -207,7 +207,7 @@ def test_secrets_are_hashed_never_printed(commit: Commit) -> None:
         for secret in ("s3cret-value", "n3w-s3cret", "hunter2"):
             assert secret not in out
     _, out, _ = run("chart", "--against", "HEAD~1")
-    assert 'Secret/default/creds: stringData.password: "<secret sha256:' in out
+    assert 'Secret/default/creds: stringData.password: "<redacted:sha256:' in out
     assert "ConfigMap/default/app (added; demo/templates/cm.yaml)" in out
 
 

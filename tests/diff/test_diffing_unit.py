@@ -1,4 +1,4 @@
-"""The pure parts of diffing: field paths, scalar sameness, secret redaction, globs, outcomes."""
+"""The pure parts of diffing: field paths, scalar sameness, globs, outcomes (secrets: tests/unit/test_redaction.py)."""
 
 from __future__ import annotations
 
@@ -39,67 +39,6 @@ def test_field_paths_name_list_indexes_and_odd_keys() -> None:
 )
 def test_sameness(old: object, new: object, same: bool) -> None:
     assert (diffing.diff_values(old, new) == []) is same
-
-
-@pytest.mark.parametrize(
-    ("key", "secret"),
-    [
-        ("password", True),
-        ("DB_PASSWORD", True),
-        ("apiKey", True),
-        ("clientSecret", True),
-        ("token", True),
-        ("privateKey", True),
-        ("awsAccessKey", True),
-        ("secretName", False),
-        ("tokenPath", False),
-        ("passwordFile", False),
-        ("image", False),
-        ("secretKeyRef", False),
-    ],
-)
-def test_secret_like_keys(key: str, secret: bool) -> None:
-    assert diffing.is_secret_key(key) is secret
-
-
-def test_redact_hashes_secret_data_and_secret_like_fields() -> None:
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "data": {"k": "aHVudGVyMg=="},
-        "stringData": {"p": "hunter2"},
-    }
-    out = diffing.redact(secret)
-    assert out["data"]["k"] == diffing.secret_hash("aHVudGVyMg==") and out["stringData"][
-        "p"
-    ] == diffing.secret_hash("hunter2")
-    assert secret["stringData"]["p"] == "hunter2"  # the input is not modified
-    pod = {
-        "env": [{"name": "API_TOKEN", "value": "t0k"}, {"name": "MODE", "value": "x"}],
-        "auth": {"password": 1234},
-        "automountServiceAccountToken": True,
-    }
-    red = diffing.redact(pod)
-    assert red["env"][0]["value"].startswith("<secret sha256:") and red["env"][1]["value"] == "x"
-    assert red["auth"]["password"] == diffing.secret_hash(1234)
-    assert red["automountServiceAccountToken"] is True  # booleans are not secrets
-    assert "t0k" not in str(red) and "1234" not in str(red)
-
-
-@pytest.mark.parametrize(
-    ("text", "hidden"),
-    [
-        ("db:\n  host: pg\n  password: hunter2\n", True),
-        ("API_TOKEN=abc\n", True),
-        ("postgres://app:hunter2@pg:5432/app", True),
-        ("-----BEGIN RSA PRIVATE KEY-----\nMIIB\n", True),
-        ("log:\n  level: debug\n", False),
-        ("https://example.com/path", False),
-    ],
-)
-def test_strings_that_embed_a_secret_are_hashed_whole(text: str, hidden: bool) -> None:
-    out = diffing.redact({"kind": "ConfigMap", "data": {"config.yaml": text}})
-    assert (out["data"]["config.yaml"] == diffing.secret_hash(text)) is hidden
 
 
 @pytest.mark.parametrize(

@@ -153,7 +153,7 @@ def test_same_seed_same_bytes_another_seed_another_report(report: tuple[int, str
     ("extra", "message"),
     [
         ([], "--format html writes a file: add --output FILE"),
-        (["--output", "/nonexistent-dir/mc.html"], "/nonexistent-dir/mc.html: cannot write the HTML report"),
+        (["--output", "/nonexistent-dir/mc.html"], "/nonexistent-dir/mc.html: the output directory does not exist"),
     ],
 )
 def test_bad_output_is_one_line_exit_2(extra: list[str], message: str) -> None:

@@ -249,7 +249,7 @@ def test_cli_html_to_stdout_with_dash_and_exit_code_1_when_not_ready() -> None:
     ("extra", "message"),
     [
         ([], "--format html writes a file: add --output FILE"),
-        (["--output", "/nonexistent-dir/t.html"], "/nonexistent-dir/t.html: cannot write the HTML report"),
+        (["--output", "/nonexistent-dir/t.html"], "/nonexistent-dir/t.html: the output directory does not exist"),
     ],
 )
 def test_cli_html_bad_output_is_one_line_exit_2(extra: list[str], message: str) -> None:

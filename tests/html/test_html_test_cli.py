@@ -202,7 +202,7 @@ def test_dash_writes_the_html_to_stdout() -> None:
     ("extra", "message"),
     [
         ([], "--format html writes a file: add --output FILE"),
-        (["--output", "/nonexistent-dir/t.html"], "/nonexistent-dir/t.html: cannot write the report"),
+        (["--output", "/nonexistent-dir/t.html"], "/nonexistent-dir/t.html: the output directory does not exist"),
     ],
 )
 def test_bad_output_is_one_line_exit_2(extra: list[str], message: str) -> None:

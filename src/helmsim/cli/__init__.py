@@ -18,6 +18,7 @@ from helmsim.cli import status as _status  # noqa: F401
 from helmsim.cli import test as _test  # noqa: F401
 from helmsim.cli.app import app
 from helmsim.errors import one_line
+from helmsim.report.safe import safe_text
 
 EXIT_INTERNAL = 3
 
@@ -40,10 +41,10 @@ def main() -> None:
         message = err.format_message()
         if message:  # empty for a bare command, whose help was just shown
             where = f" (see '{err.ctx.command_path} --help')" if err.ctx is not None else ""
-            sys.stderr.write(f"error: {one_line(message)}{where}\n")
+            sys.stderr.write(one_line(safe_text(f"error: {message}{where}")) + "\n")
         sys.exit(2)
     except click_exc.ClickException as err:
-        sys.stderr.write(f"error: {one_line(err.format_message())}\n")
+        sys.stderr.write(one_line(safe_text(f"error: {err.format_message()}")) + "\n")
         sys.exit(err.exit_code)
     except typer.Abort:
         sys.stderr.write("aborted\n")
@@ -52,8 +53,13 @@ def main() -> None:
         if os.environ.get("HELMSIM_DEBUG"):
             raise
         sys.stderr.write(
-            f"internal error: {type(err).__name__}: {one_line(str(err))} — a bug in helmsim; rerun with "
-            "HELMSIM_DEBUG=1 for the traceback and please report it\n"
+            one_line(
+                safe_text(
+                    f"internal error: {type(err).__name__}: {err} — a bug in helmsim; rerun with "
+                    "HELMSIM_DEBUG=1 for the traceback and please report it"
+                )
+            )
+            + "\n"
         )
         sys.exit(EXIT_INTERNAL)
     sys.exit(code if isinstance(code, int) else 0)

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
-
 from helmsim.cli.limit_options import with_common_options
 from helmsim.errors import InputError
+from helmsim.report.atomic import write_atomic
+from helmsim.report.safe import SafeConsole
 
 app = typer.Typer(
     name="helmsim",
@@ -24,14 +24,13 @@ app = typer.Typer(
 )
 
 # Not on a terminal (CI, pipes, tests): a fixed 160 columns keeps reports stable and unclipped,
-# unless COLUMNS says otherwise (Rich reads it).
-console = Console(
-    highlight=False,
+# unless COLUMNS says otherwise (Rich reads it). Both consoles redact secrets and escape control
+# characters in everything they print (helmsim.report.safe).
+console = SafeConsole(
     soft_wrap=True,
     width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160,
 )
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-
+err_console = SafeConsole(stderr=True, soft_wrap=True)
 
 
 def _version(value: bool) -> None:
@@ -49,6 +48,15 @@ def _root(
     ),
 ) -> None:
     """Rehearse Helm and Flux rollouts offline: render, plan, simulate and explain."""
+
+
+def emit(text: str, output: str | None) -> None:
+    """Write a finished report — already redacted and escaped by its reporter — to ``output``
+    atomically (``helmsim.report.atomic``), or to stdout when ``output`` is None or ``-``."""
+    if output and output != "-":
+        write_atomic(output, text)
+    else:
+        console.document(text)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

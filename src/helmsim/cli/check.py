@@ -10,7 +10,7 @@ import typer
 
 from helmsim import render as rendering
 from helmsim.cli import options
-from helmsim.cli.app import command, console
+from helmsim.cli.app import command, console, emit
 from helmsim.release_inputs import build_inputs
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
@@ -20,7 +20,7 @@ from helmsim.diagnose.sampling import SamplingOptions
 from helmsim.errors import InputError
 from helmsim.report import findings as text_report
 from helmsim.report import junit, sarif
-from helmsim.report.atomic import write_atomic
+from helmsim.report.safe import text_console
 from helmsim.simulate import DEFAULT_HORIZON, with_catalog
 
 DEFAULT_PROFILES = ("kind", "cilium-default", "cilium-always", "eks-gp3")
@@ -206,25 +206,19 @@ def check_cmd(
     if fmt is CheckFormat.html:
         if not output:
             raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
-        _emit(html_report(report), output)
+        emit(html_report(report), output)
     elif fmt is CheckFormat.json:
-        _emit(text_report.to_json(report, fail_on=level), output)
+        emit(text_report.to_json(report, fail_on=level), output)
     elif fmt is CheckFormat.sarif:
-        _emit(sarif.to_json(report, base=_repo_root(target)), output)
+        emit(sarif.to_json(report, base=_repo_root(target)), output)
     elif fmt is CheckFormat.junit:
-        _emit(junit.to_xml(report, fail_on=level), output)
+        emit(junit.to_xml(report, fail_on=level), output)
     elif output and output != "-":
         from io import StringIO
 
-        from rich.console import Console
-
         buf = StringIO()
-        text_report.render_text(
-            report,
-            Console(file=buf, width=160, highlight=False, soft_wrap=True, no_color=True),
-            fail_on=level,
-        )
-        write_atomic(output, buf.getvalue())
+        text_report.render_text(report, text_console(buf), fail_on=level)
+        emit(buf.getvalue(), output)
     else:
         text_report.render_text(report, console, fail_on=level)
     if report.at_or_above(level):
@@ -286,10 +280,3 @@ def _repo_root(target: str) -> Path:
     except (OSError, subprocess.SubprocessError):
         return Path.cwd()
     return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else Path.cwd()
-
-
-def _emit(text: str, output: str | None) -> None:
-    if output and output != "-":
-        write_atomic(output, text)
-    else:
-        console.out(text, end="", highlight=False)

@@ -14,6 +14,7 @@ from helmsim import diffing
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, console
+from helmsim.report.safe import dump_json
 
 MAX_FIELDS_SHOWN = 20
 MAX_VALUE_CHARS = 120
@@ -123,7 +124,7 @@ def diff_cmd(
             scratch=Path(scratch),
         )
     if fmt is DiffFormat.json:
-        console.out(json.dumps(to_json(report), indent=2, ensure_ascii=False), highlight=False)
+        console.document(dump_json(to_json(report)))
     else:
         console.out(to_text(report), end="", highlight=False)
     if report.failing:
@@ -230,7 +231,8 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def to_json(report: diffing.DiffReport) -> dict[str, Any]:
-    """The machine report (secrets already hashed by ``diffing.redact``)."""
+    """The machine report (objects redacted by ``helmsim.redaction``; :func:`dump_json` scrubs
+    the rest)."""
     return {
         "chart": report.chart,
         "against": report.against,

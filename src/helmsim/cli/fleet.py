@@ -3,7 +3,6 @@ the local pool or on a Ray cluster, with one report for the whole matrix (docs/f
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import Enum
 from pathlib import Path
@@ -13,8 +12,8 @@ import typer
 
 from helmsim import taskpool
 from helmsim.cli import options
-from helmsim.cli.app import command, console, err_console
-from helmsim.cli.check import DEFAULT_PROFILES, FailOn, _emit, _repo_root
+from helmsim.cli.app import command, console, emit, err_console
+from helmsim.cli.check import DEFAULT_PROFILES, FailOn, _repo_root
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.config import Config, config_for, discover, load_config
@@ -26,6 +25,7 @@ from helmsim.fleet.run import FleetReport, Rehearsal, prepare, run_fleet
 from helmsim.report import findings as text_report
 from helmsim.report import junit, sarif
 from helmsim.report.atomic import write_atomic
+from helmsim.report.safe import dump_json, text_console
 from helmsim.simulate import DEFAULT_HORIZON
 from helmsim.yamlio import key_lines
 
@@ -153,7 +153,7 @@ def fleet_cmd(
             rehearsals, profiles, config=cfg, options=check_options, backend=where, progress=step, stats=pool
         )
     if stats:
-        write_atomic(stats, json.dumps(pool.to_dict(), indent=2) + "\n")
+        write_atomic(stats, dump_json(pool.to_dict()))
     if sys.stderr.isatty() or pool.retries:
         for line in pool.lines("rehearsal"):
             err_console.print(line, markup=False, highlight=False)
@@ -258,20 +258,16 @@ class _progress:
 
 def _report(fleet: FleetReport, fmt: FleetFormat, output: str | None, level: str) -> None:
     if fmt is FleetFormat.json:
-        _emit(text_report.fleet_to_json(fleet, fail_on=level), output)
+        emit(text_report.fleet_to_json(fleet, fail_on=level), output)
     elif fmt is FleetFormat.sarif:
-        _emit(sarif.fleet_to_json(fleet, base=_repo_root(".")), output)
+        emit(sarif.fleet_to_json(fleet, base=_repo_root(".")), output)
     elif fmt is FleetFormat.junit:
-        _emit(junit.fleet_to_xml(fleet, fail_on=level), output)
+        emit(junit.fleet_to_xml(fleet, fail_on=level), output)
     elif output and output != "-":
         from io import StringIO
 
-        from rich.console import Console
-
         buf = StringIO()
-        text_report.render_fleet_text(
-            fleet, Console(file=buf, width=160, highlight=False, soft_wrap=True, no_color=True), fail_on=level
-        )
-        write_atomic(output, buf.getvalue())
+        text_report.render_fleet_text(fleet, text_console(buf), fail_on=level)
+        emit(buf.getvalue(), output)
     else:
         text_report.render_fleet_text(fleet, console, fail_on=level)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +13,7 @@ from helmsim.cli.app import app, command, console, err_console
 from helmsim.cluster.profile import list_profiles, load_profile
 from helmsim.errors import InputError
 from helmsim.report.atomic import write_atomic
+from helmsim.report.safe import dump_json
 
 profiles_app = typer.Typer(
     name="profiles",
@@ -51,7 +51,7 @@ def show_cmd(
     resolved = load_profile(profile)
     data = resolved.to_data()
     if format_ is Format.json:
-        console.out(json.dumps(data, indent=2), highlight=False)
+        console.document(dump_json(data))
         return
     header = "# resolved from: " + " <- ".join(resolved.sources) + "\n"
     body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)

@@ -25,7 +25,7 @@ def render_cmd(
     include_crds: options.IncludeCrds = False,
     show_secrets: Annotated[
         bool,
-        typer.Option("--show-secrets", help="Print Secret data and stringData (redacted by default)."),
+        typer.Option("--show-secrets", help="Print secrets as rendered: Secret data, secret-like keys and values (redacted by default, docs/security.md)."),
     ] = False,
 ) -> None:
     """Render a chart with Helm's engine and print the manifest as `helm template` does."""
@@ -47,4 +47,4 @@ def render_cmd(
         rendering.RenderedFile(path=p, content=c) for p, c in (*release.crd_files, *release.files)
     ]
     text = rendering.format_like_helm_template(files, redact_secrets=not show_secrets)
-    console.out(text, end="", highlight=False)
+    console.document(text)  # redacted above (or shown on request): only controls escaped

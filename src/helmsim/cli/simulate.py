@@ -12,13 +12,14 @@ import typer
 from helmsim import montecarlo, taskpool
 from helmsim import render as rendering
 from helmsim.cli import options
-from helmsim.cli.app import command, console
+from helmsim.cli.app import command, console, emit
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.config import config_for
 from helmsim.errors import InputError
 from helmsim.release_inputs import build_inputs  # noqa: F401 - re-exported for callers
 from helmsim.report import simulate as report
+from helmsim.report.safe import dump_json, safe_text, text_console
 from helmsim.simulate import (
     DEFAULT_HORIZON,
     UNMAPPED_READY_AFTER,
@@ -125,20 +126,17 @@ def simulate_cmd(
         unmapped_ready_after=_seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
     )
     if fmt is SimFormat.json:
-        text = report.to_json(result)
-        _emit(text, output)
+        emit(report.to_json(result), output)
     elif fmt is SimFormat.html:
         from helmsim.report.html import render_html
 
-        _emit_html(render_html(result), output or "-")
+        emit(render_html(result), output)
     elif output:
         import io
 
-        from rich.console import Console
-
         buf = io.StringIO()
-        report.render_text(result, Console(file=buf, width=160, highlight=False, soft_wrap=True), full_timeline=full_timeline)
-        _emit(buf.getvalue(), output)
+        report.render_text(result, text_console(buf), full_timeline=full_timeline)
+        emit(buf.getvalue(), output)
     else:
         report.render_text(result, console, full_timeline=full_timeline)
     if any(o.simulated and o.outcome != "Ready" for o in result.releases):
@@ -161,8 +159,6 @@ def _monte_carlo(
     With ``--format html``: the nominal (deterministic) run's timeline with each release's
     outcome histogram and time to Ready over the sampled runs next to it.
     """
-    import json
-
     limit = _seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
     unmapped = _seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after")
     task_type = HtmlSimulateTask if fmt is SimFormat.html else montecarlo.SimulateTask
@@ -172,7 +168,7 @@ def _monte_carlo(
         from helmsim.report.html import render_html
 
         nominal = simulate(prof, releases, horizon=limit, seed=seed, sample_latencies=False, unmapped_ready_after=unmapped)
-        _emit_html(
+        emit(
             render_html(
                 nominal,
                 title=f"helmsim simulate on {prof.name}: nominal timeline and {runs} Monte-Carlo runs (seed {seed})",
@@ -180,16 +176,15 @@ def _monte_carlo(
                 distributions=outcome_distributions(result, nominal),
                 run_titles=[f"timeline with nominal latencies; histograms over {runs} runs with sampled latencies, seed {seed}"],
             ),
-            output or "-",
+            output,
         )
     elif fmt is SimFormat.json:
-        text = json.dumps({"profile": prof.name, **result.to_dict()}, indent=2) + "\n"
+        emit(dump_json({"profile": prof.name, **result.to_dict()}), output)
     else:
         text = montecarlo.render_text(
             result, title=f"Monte Carlo on profile {prof.name}", replay="the same command with --runs 1 --seed SEED"
         )
-    if fmt is not SimFormat.html:
-        _emit(text, output) if output else console.out(text, end="", highlight=False)
+        emit(safe_text(text), output)
     if any(s.count and s.label.startswith("outcome ") and s.label != "outcome Ready" and "(not simulated)" not in s.group for s in result.stats):
         raise typer.Exit(1)
 
@@ -272,23 +267,3 @@ class HtmlSimulateTask(montecarlo.SimulateTask):
             unmapped_ready_after=self.unmapped_ready_after,
         )
         return montecarlo.observe(result) + outcome_observations(result)
-
-
-def _emit_html(text: str, output: str) -> None:
-    if output == "-":
-        console.out(text, end="", highlight=False)
-        return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot write the HTML report: {err.strerror}", file=output) from None
-
-
-def _emit(text: str, output: str | None) -> None:
-    if output and output != "-":
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as err:
-            raise InputError(f"cannot write the report: {err.strerror}", file=output) from None
-    else:
-        console.out(text, end="", highlight=False)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -21,6 +20,7 @@ from helmsim.cli.app import EXIT_BAD_INPUT, command, console, err_console
 from helmsim.errors import InputError
 from helmsim.kstatus.core import parse_rfc3339
 from helmsim.kube.nulls import drop_nulls
+from helmsim.report.safe import SafeConsole, dump_json, safe_text
 
 
 class Reader(str, Enum):
@@ -87,16 +87,15 @@ def status_cmd(
     pods = [o for o in objects if o.get("kind") == "Pod" and o.get("apiVersion") == "v1"]
     rows = [Row(o, kstatus.read(o, reader=reader.value, now=clock, pods=pods)) for o in objects]
     if fmt is Format.json:
-        console.out(json.dumps([r.to_dict() for r in rows], indent=2), highlight=False)
+        console.document(dump_json([r.to_dict() for r in rows]))
     elif rows:
         table, width = _table(rows)
         if console.is_terminal:
             console.print(table)
         else:  # piped: one unfolded line per object, no trailing padding
-            buf = Console(file=io.StringIO(), width=width, highlight=False, color_system=None)
-            buf.print(table)
-            text = buf.file.getvalue()  # type: ignore[attr-defined]
-            console.out("\n".join(line.rstrip() for line in text.splitlines()), highlight=False)
+            out = io.StringIO()
+            SafeConsole(file=out, width=width, color_system=None).print(table)
+            console.document("".join(line.rstrip() + "\n" for line in out.getvalue().splitlines()))
     for err in errors:
         err_console.print(f"error: {err}", markup=False)
     if errors:
@@ -152,7 +151,7 @@ def _table(rows: list[Row]) -> tuple[Table, int]:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in _COLUMNS:
         table.add_column(col.upper(), no_wrap=col != "message", overflow="fold")
-    cells = [[str(r.to_dict()[c]) for c in _COLUMNS] for r in rows]
+    cells = [[safe_text(r.to_dict()[c]) for c in _COLUMNS] for r in rows]
     for line in cells:
         table.add_row(*(Text(c) for c in line))  # Text: messages are never read as markup
     widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(_COLUMNS)]

@@ -10,7 +10,6 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,7 +17,7 @@ import typer
 from helmsim import montecarlo as mc
 from helmsim import taskpool
 from helmsim.cli import options
-from helmsim.cli.app import command, console
+from helmsim.cli.app import command, console, emit
 from helmsim.cli.simulate import outcome_distributions, outcome_observations
 from helmsim.errors import InputError
 from helmsim.expectations import Checked, check, find_release
@@ -33,6 +32,7 @@ from helmsim.scenario import (
     prepare,
     run_prepared,
 )
+from helmsim.report.safe import safe_text, safe_xml
 from helmsim.simulate import SimulationResult
 
 
@@ -194,6 +194,7 @@ def render_junit(reports: list[ScenarioReport]) -> str:
     root.set("failures", str(failures))
     root.set("errors", "0")
     ET.indent(root)
+    safe_xml(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
@@ -257,17 +258,6 @@ def _cited(exp: Any, result: SimulationResult) -> tuple[str, ...]:
     return tuple(sorted(o for o in seen if fnmatch.fnmatchcase(o, pattern))[:MAX_CITED])
 
 
-def _write(text: str, output: str) -> None:
-    """Write the report to ``output`` (``-``: stdout); a failure is one line (exit 2)."""
-    if output == "-":
-        console.out(text, end="", highlight=False)
-        return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot write the report: {err.strerror}", file=output) from None
-
-
 @command("test")
 def test_cmd(
     targets: Annotated[list[str], typer.Argument(help="Scenario files, or directories searched for *.helmsim.yaml.", metavar="SCENARIO|DIR...")],
@@ -301,12 +291,9 @@ def test_cmd(
     if html:
         text = render_html_report(reports, runs=runs, seed=seed)
     else:
-        text = render_junit(reports) if fmt is TestFormat.junit else render_text(reports)
-    if output:
-        _write(text, output)
-        if output != "-":
-            console.print(f"{'PASS' if all(r.passed for r in reports) else 'FAIL'}: report written to {output}", markup=False)
-    else:
-        console.out(text, end="", highlight=False)
+        text = render_junit(reports) if fmt is TestFormat.junit else safe_text(render_text(reports))
+    emit(text, output)
+    if output and output != "-":
+        console.print(f"{'PASS' if all(r.passed for r in reports) else 'FAIL'}: report written to {output}")
     if not all(r.passed for r in reports):
         raise typer.Exit(1)

@@ -12,6 +12,7 @@ from helmsim.cluster.trace import Trace, TraceEvent
 from helmsim.diagnose.model import Location, Step, step
 from helmsim.helm.actions import ChartRelease
 from helmsim.manifests import Resource
+from helmsim.redaction import clip
 from helmsim.simulate import ReleaseInput, ReleaseOutcome, SimulationResult
 
 
@@ -204,7 +205,7 @@ class ProfileRun:
 
 
 def _short(text: str, limit: int = 240) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)  # scrubbed before it is cut: no half secret survives
 
 
 # --- template locations ----------------------------------------------------------------------------

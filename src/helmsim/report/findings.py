@@ -7,7 +7,6 @@ worst first, then by rule id, release and object, so the same inputs give the sa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Severity
 from helmsim.diagnose.sampling import SAMPLED, Sampling, pct
 from helmsim.montecarlo import Stat
+from helmsim.report.safe import dump_json
 
 if TYPE_CHECKING:
     from helmsim.fleet.run import FleetReport
@@ -116,7 +116,7 @@ def fleet_to_data(fleet: FleetReport, *, fail_on: str) -> dict[str, Any]:
 
 
 def fleet_to_json(fleet: FleetReport, *, fail_on: str) -> str:
-    return json.dumps(fleet_to_data(fleet, fail_on=fail_on), indent=2, ensure_ascii=False) + "\n"
+    return dump_json(fleet_to_data(fleet, fail_on=fail_on))
 
 
 def render_fleet_text(fleet: FleetReport, console: Console, *, fail_on: str) -> None:
@@ -169,7 +169,7 @@ def variant_note(variant: str) -> str:
 
 
 def to_json(report: CheckReport, *, fail_on: str) -> str:
-    return json.dumps(to_data(report, fail_on=fail_on), indent=2, ensure_ascii=False) + "\n"
+    return dump_json(to_data(report, fail_on=fail_on))
 
 
 # --- text ---------------------------------------------------------------------------------------------

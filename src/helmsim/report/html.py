@@ -21,6 +21,7 @@ from importlib import resources
 from typing import Any
 
 from helmsim.cluster.trace import TraceEvent
+from helmsim.report.safe import safe_text
 from helmsim.simulate import ReleaseOutcome, SimulationResult
 
 OUTCOMES = ("Ready", "Failed", "Stalled", "Blocked", "Progressing")
@@ -620,8 +621,13 @@ def _release_of(events: Sequence[TraceEvent]) -> dict[int, tuple[str, str]]:
 
 
 # --- HTML ----------------------------------------------------------------------------------------
-def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+def _e(text: Any, limit: int | None = None) -> str:
+    """Text for HTML: secrets scrubbed, control characters shown, cut to ``limit`` after
+    scrubbing (``helmsim.report.safe``), then escaped."""
+    safe = safe_text(text)
+    if limit is not None and len(safe) > limit:
+        safe = safe[: limit - 1] + "…"
+    return html.escape(safe, quote=True)
 
 
 def _t(seconds: float) -> str:
@@ -953,7 +959,7 @@ def _marker_html(r: int, lane: Lane, m: Marker, end: float) -> str:
         f'<button type="button" class="mk sev-{m.severity}" id="{mid}" style="left:{_pct(m.time, end)}" '
         f'data-t="{m.time:.3f}" data-what="{_e(m.what)}" data-ids="{" ".join(str(i) for i in m.ids)}" '
         f'data-obj="{_e(lane.key)}" data-msg="{_e(chr(10).join(messages))}" '
-        f'aria-label="t={_t(m.time)}s {_SEVERITY_WORD[m.severity]} {_e(m.what)}: {_e(head[:160])}">'
+        f'aria-label="t={_t(m.time)}s {_SEVERITY_WORD[m.severity]} {_e(m.what)}: {_e(head, 160)}">'
         f'<span aria-hidden="true">{_GLYPH[m.severity]}</span></button>'
     )
 

@@ -16,6 +16,7 @@ from xml.etree import ElementTree as ET
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Occurrence, Severity
 from helmsim.diagnose.sampling import Sampling, stat_text
+from helmsim.report.safe import safe_xml
 
 if TYPE_CHECKING:
     from helmsim.fleet.run import FleetReport
@@ -61,6 +62,7 @@ def _finish(suites: ET.Element) -> str:
     order = ("name", "tests", "failures", "errors", "skipped")
     suites.attrib = {k: suites.attrib[k] for k in order}
     ET.indent(suites)
+    safe_xml(suites)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
     )

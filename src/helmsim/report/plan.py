@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +11,7 @@ from rich.text import Text
 
 from helmsim.helm.plan import Plan, Step
 from helmsim.manifests import Resource, Source
+from helmsim.report.safe import dump_json
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def to_json(plan: Plan, ctx: PlanContext) -> str:
             for src, hook in ctx.dropped
         ],
     }
-    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    return dump_json(doc)
 
 
 def _hook_table(hooks: tuple[Resource, ...]) -> Table:

@@ -9,7 +9,6 @@ profile and, for a race rule, how often the race was denied and failed the relea
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Severity
 from helmsim.diagnose.registry import all_rules
 from helmsim.diagnose.sampling import Sampling, stat_dict
+from helmsim.report.safe import dump_json
 
 if TYPE_CHECKING:
     from helmsim.fleet.run import FleetReport
@@ -148,7 +148,7 @@ def fleet_to_data(fleet: FleetReport, *, base: str | os.PathLike[str] = ".") -> 
 
 
 def fleet_to_json(fleet: FleetReport, *, base: str | os.PathLike[str] = ".") -> str:
-    return json.dumps(fleet_to_data(fleet, base=base), indent=2, ensure_ascii=False) + "\n"
+    return dump_json(fleet_to_data(fleet, base=base))
 
 
 def _log(
@@ -190,4 +190,4 @@ def _log(
 
 
 def to_json(report: CheckReport, *, base: str | os.PathLike[str] = ".") -> str:
-    return json.dumps(to_data(report, base=base), indent=2, ensure_ascii=False) + "\n"
+    return dump_json(to_data(report, base=base))

@@ -6,7 +6,6 @@ inputs and seed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from helmsim.cluster.trace import TraceEvent
+from helmsim.report.safe import dump_json, safe_text
 from helmsim.simulate import ReleaseOutcome, SimulationResult
 
 # What a reader needs to follow a rollout: release actions and waits, conditions, hooks, pods
@@ -79,7 +79,7 @@ def to_json(result: SimulationResult) -> str:
         "timeline": [e.to_dict() for e in timeline(result)],
         "notes": list(result.notes),
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return dump_json(doc)
 
 
 _STYLE = {"Ready": "green", "Stalled": "bold red", "Failed": "red", "Blocked": "yellow", "Progressing": "cyan"}
@@ -134,7 +134,7 @@ def _print_events(events: Iterable[TraceEvent], console: Console) -> None:
         if ev.what == "event":
             what = f"{ev.data.get('type', 'Normal')} {ev.data.get('reason', '')}: {ev.message}"
         style = "red" if ev.what in ("connect-denied", "connect-timeout", "apply-error", "hook-failed", "stalled") or ev.data.get("type") == "Warning" else ""
-        table.add_row(f"t={ev.time:.2f}s", ev.actor, ev.obj, Text(what, style=style))
+        table.add_row(f"t={ev.time:.2f}s", ev.actor, ev.obj, Text(safe_text(what), style=style))
     console.print(table)
 
 
