@@ -31,6 +31,7 @@ from helmsim.scenario import (
     load_scenario,
     run_scenario,
 )
+from helmsim.report.safe import safe_text
 from helmsim.simulate import ReleaseOutcome, SimulationResult
 
 _EXPECTATION: TypeAdapter[Any] = TypeAdapter(Expectation)
@@ -243,9 +244,9 @@ class ScenarioItem(pytest.Item):
         if isinstance(err, ExpectationFailed):
             c = err.checked
             where = f"{self.path}:{c.line}: " if c.line else f"{self.path}: "
-            return f"{where}expectation failed: {c.label}\n{c.explain()}"
+            return safe_text(f"{where}expectation failed: {c.label}\n{c.explain()}")
         if isinstance(err, ScenarioInputError):
-            return f"{self.path}: {err}"
+            return safe_text(f"{self.path}: {err}")
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
