@@ -213,7 +213,10 @@ def _retire(worker: _Worker) -> str:
 def _flush_log(worker: _Worker) -> str:
     text = worker.new_log()
     if text and _debug:
-        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        from helmsim.report.safe import safe_text  # Helm's warnings can quote values
+
+        shown = safe_text(text)
+        sys.stderr.write(shown if shown.endswith("\n") else shown + "\n")
         sys.stderr.flush()
     return text
 
