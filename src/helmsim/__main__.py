@@ -1,5 +1,5 @@
 """``python -m helmsim`` runs the CLI."""
 
-from helmsim.cli import main
+from helmsim.entry import main
 
 main()

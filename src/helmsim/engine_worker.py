@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-from helmsim import limits
+from helmsim import interrupts, limits
 from helmsim.errors import InputError
 
 _MEMORY_EXIT = 70  # the worker's exit status when its watchdog ended it
@@ -143,6 +143,17 @@ def _shutdown() -> None:
 
 
 atexit.register(_shutdown)
+
+
+def _stop_now() -> None:
+    """Ctrl-C or the pool's SIGTERM: end the worker at once, even mid-render."""
+    global _worker
+    if _worker is not None:
+        _worker.stop()
+        _worker = None
+
+
+interrupts.on_stop(_stop_now)
 
 
 def current_pid() -> int | None:

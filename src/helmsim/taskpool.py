@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
+from helmsim import interrupts
 from helmsim.errors import InputError
 
 T = TypeVar("T")
@@ -296,18 +297,31 @@ def iter_tasks(
     size = max(1, len(items) // (n * 4))
     numbered = list(enumerate(items))
     batches = [numbered[k : k + size] for k in range(0, len(numbered), size)]
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=mp_context())
+    ctx = mp_context()
+    cwd = os.getcwd()
+    pool: ProcessPoolExecutor | None = None
     try:
-        cwd = os.getcwd()
-        pending: set[Future[list[Done[R]]]] = {
-            pool.submit(_execute_many, fn, b, cwd) for b in batches
-        }
+        # Workers ignore Ctrl-C (the parent stops them); a Ctrl-C while they start waits
+        # until they have, so none is left half-started by the teardown.
+        with interrupts.deferred():
+            interrupts.start_fork_server(ctx)
+            pool = ProcessPoolExecutor(
+                max_workers=n, mp_context=ctx, initializer=interrupts.ignore_in_worker
+            )
+            pending: set[Future[list[Done[R]]]] = {
+                pool.submit(_execute_many, fn, b, cwd) for b in batches
+            }
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
                 yield from fut.result()
+    except BaseException:  # Ctrl-C, a failed task, or the caller stopped iterating
+        if pool is not None:
+            interrupts.stop_pool(pool)
+        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_tasks(

@@ -17,7 +17,9 @@ from helmsim.cli import simulate as _simulate  # noqa: F401
 from helmsim.cli import status as _status  # noqa: F401
 from helmsim.cli import test as _test  # noqa: F401
 from helmsim.cli.app import app
+from helmsim import interrupts
 from helmsim.errors import one_line
+from helmsim.interrupts import Interrupted
 from helmsim.report.safe import safe_text
 
 EXIT_INTERNAL = 3
@@ -28,7 +30,7 @@ def main() -> None:
 
     Usage errors are one line and exit 2, like bad input; an unexpected exception is one line
     and exit 3 (``HELMSIM_DEBUG=1`` shows the traceback), so CI never mistakes a crash for a
-    prediction.
+    prediction; Ctrl-C is one line and exit 130 (``helmsim.interrupts``).
     """
     try:  # Typer ≥ 0.2x vendors Click; older releases use the click package
         from typer._click import exceptions as click_exc
@@ -46,9 +48,11 @@ def main() -> None:
     except click_exc.ClickException as err:
         sys.stderr.write(one_line(safe_text(f"error: {err.format_message()}")) + "\n")
         sys.exit(err.exit_code)
+    except Interrupted:  # Ctrl-C, once helmsim.entry installed the handler
+        interrupts.report()
     except typer.Abort:
         sys.stderr.write("aborted\n")
-        sys.exit(130)
+        sys.exit(interrupts.EXIT_INTERRUPTED)
     except Exception as err:  # noqa: BLE001 - the last line of defence
         if os.environ.get("HELMSIM_DEBUG"):
             raise

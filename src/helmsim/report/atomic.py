@@ -1,8 +1,16 @@
-"""Atomic file writes: a reader sees the old file or the whole new one, never a partial one."""
+"""Atomic file writes: a reader sees the old file or the whole new one, never a partial one.
+
+Every file a command writes (``--output``, ``profiles import -o``, fleet stats) goes through
+:func:`write_atomic`: a temporary file in the same directory, written and fsync'd, renamed over
+the target, then the directory fsync'd. A symlink at the target — even a dangling one — is
+replaced by the new file, never written through; a failed write (a full disk, a file size
+limit, Ctrl-C) removes the temporary file and leaves the previous file as it was.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -16,7 +24,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InputError("the output directory does not exist", file=str(target))
-    if target.is_dir():
+    existing = _lstat(target)
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
         raise InputError("cannot write the report: is a directory", file=str(target))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
@@ -27,8 +36,9 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, _mode_for(target))
-        os.replace(tmp, target)
+        os.chmod(tmp, _mode_for(existing))
+        os.replace(tmp, target)  # rename(2) replaces a symlink itself, not what it points to
+        _fsync_dir(directory)
     except BaseException as err:
         try:
             os.unlink(tmp)
@@ -39,11 +49,32 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def _mode_for(target: Path) -> int:
-    """Keep an existing file's mode; a new file gets 0666 minus the umask, like open() would."""
+def _lstat(target: Path) -> os.stat_result | None:
     try:
-        return target.stat().st_mode & 0o777
+        return target.lstat()
     except FileNotFoundError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
+        return None
+
+
+def _mode_for(existing: os.stat_result | None) -> int:
+    """Keep an existing regular file's mode; a new file (or one replacing a symlink) gets 0666
+    minus the umask, like open() would."""
+    if existing is not None and stat.S_ISREG(existing.st_mode):
+        return existing.st_mode & 0o777
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename durable (POSIX: the directory entry is in the directory's data)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # not supported here (Windows): the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
