@@ -517,6 +517,11 @@ def _load_goyaml(text: str, source: str, first_line: int) -> Any:
         mark = err.problem_mark or err.context_mark
         line = first_line + mark.line if mark is not None else first_line
         problem = err.problem or err.context or "invalid YAML"
+        max_depth = limits.current().max_depth
+        if "maximum nesting depth" in problem and 0 < max_depth < 1000:  # libyaml stops at 1,000
+            raise limits.exceeded(
+                "max_depth", "YAML nested more than 1,000 levels deep", file=source, line=line
+            ) from None
         raise InputError(f"invalid YAML: {one_line(problem)}", file=source, line=line) from None
     except yaml.reader.ReaderError as err:
         # CParser reports the offset in the UTF-8 encoding of the text

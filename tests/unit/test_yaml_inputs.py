@@ -141,13 +141,16 @@ def test_deep_nesting_names_the_limit(text: str) -> None:
         yamlio.load_documents(text, "deep.yaml")
     message = str(err.value)
     assert "\n" not in message
-    assert "--max-depth 128" in message or "nesting depth" in message or "invalid YAML" in message
+    assert message.endswith("exceeds --max-depth 128")
 
 
 def test_nesting_past_the_limit_reports_the_flag() -> None:
     with pytest.raises(limits.LimitExceeded) as err:
         yamlio.load_one("a: " + "[" * 300 + "]" * 300, "deep.yaml")
     assert str(err.value) == "deep.yaml:1: YAML nested 129 levels deep exceeds --max-depth 128"
+    with pytest.raises(limits.LimitExceeded) as err:
+        yamlio.load_one("a: " + "[" * 1200 + "]" * 1200, "deep.yaml")  # past libyaml's own limit
+    assert str(err.value) == "deep.yaml:1: YAML nested more than 1,000 levels deep exceeds --max-depth 128"
 
 
 def test_real_crd_depth_is_accepted() -> None:
@@ -160,16 +163,6 @@ def test_key_lines_survive_any_depth() -> None:
     deep = "spec:\n  values:\n    a: " + "[" * 900 + "]" * 900 + "\n"
     assert yamlio.key_lines(deep)[("spec", "values", "a")] == 3
     assert yamlio.key_lines("a: " + "[" * 1200 + "]" * 1200) == {}
-
-
-def test_a_yaml_bomb_names_the_alias_limit() -> None:
-    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
-    prev = "a"
-    for name in "bcdefgh":
-        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
-        prev = name
-    with pytest.raises(limits.LimitExceeded, match="exceeds --max-aliases 100,000"):
-        yamlio.load_one("\n".join(lines) + "\n", "bomb.yaml")
 
 
 def test_aliases_within_the_budget_expand() -> None:
