@@ -23,8 +23,10 @@ from typing import Any, Literal
 
 from helmsim import gitref, render, yamlio
 from helmsim.errors import InputError
+from helmsim.flux import postrender
+from helmsim.flux.helmrelease import HelmRelease
 from helmsim.kstatus.wait import TIMEOUT
-from helmsim.manifests import Resource, parse_documents
+from helmsim.manifests import Resource, parse_documents, parse_objects, read_objects
 from helmsim.redaction import clip, redact_object
 
 DEFAULT_MATRIX = ("ci/*-values.yaml", "ci/*.yaml")
@@ -406,6 +408,7 @@ def render_side(
     chart_label: str | None = None,
     values_label: str | None = None,
     strict_values: bool = False,
+    hr: HelmRelease | None = None,
 ) -> Rendered:
     """Render ``chart`` with one values file; render errors are captured, not raised.
 
@@ -419,7 +422,18 @@ def render_side(
         merged = render.load_values([values] if values else [])
         out = render.render_chart(chart, replace(opts, values=merged), include_crds=True)
         files = [(f.path, f.content) for f in out.files]
+        if hr is not None:
+            # what helm-controller applies: the render after its post-renderers
+            crds = [f for f, c in zip(files, out.files, strict=True) if c.is_crd_file]
+            objects = read_objects(crds) + postrender.post_render(
+                hr, [f for f, c in zip(files, out.files, strict=True) if not c.is_crd_file],
+                kube_version=opts.kube_version or "1.31.0",
+            )
+            parsed = parse_objects(objects, namespace=opts.namespace)
+            return Rendered(text=postrender.as_template(objects), resources=tuple(parsed.resources))
         parsed = parse_documents(files, namespace=opts.namespace)
+    except postrender.PostRenderError as err:
+        return Rendered(error=str(err), failure=str(err))
     except InputError as err:
         text = failure = str(err)
         for path, label, token in (
@@ -673,6 +687,7 @@ def diff_chart(
                 f"--expect-identical {pattern!r} matches no matrix entry (entries: {names})"
             )
     opts = opts or render.RenderOptions()
+    hr = postrender.helmrelease_for_chart(helmrelease, chart)
     label = f"{against}:{prefix}" if prefix else f"{against}:."
     results: list[EntryResult] = []
     for entry in entries:
@@ -687,6 +702,7 @@ def diff_chart(
             values_label=ref_label
             if entry.ref_values != entry.worktree_values or in_scratch
             else None,
+            hr=hr,
         )
         after = render_side(
             chart_dir.resolve(),
@@ -695,6 +711,7 @@ def diff_chart(
             chart_label=chart,
             values_label=ref_label if in_scratch else None,
             strict_values=not in_scratch,
+            hr=hr,
         )
         result = compare(entry, before, after, expect_identical=gated)
         if (

@@ -205,6 +205,12 @@ def parse_documents(
     client defaults it); kinds in ``cluster_scoped``, the built-in cluster-scoped kinds and kinds
     whose CRD among these documents says ``scope: Cluster`` get none.
     """
+    return parse_objects(read_objects(files), namespace=namespace, cluster_scoped=cluster_scoped)
+
+
+def read_objects(files: Iterable[tuple[str, str]]) -> list[tuple[Source, dict[str, Any]]]:
+    """Every object of ``(path, text)`` pairs with its source (``kind: List`` expanded, nulls
+    dropped), in file and document order."""
     raw: list[tuple[Source, dict[str, Any]]] = []
     for path, text in files:
         for doc in yamlio.load_documents(text, path):
@@ -225,6 +231,17 @@ def parse_documents(
                 continue
             # null = absent, as the API server decodes it (helmsim.kube.nulls)
             raw.append((source, drop_nulls(doc.value)))
+    return raw
+
+
+def parse_objects(
+    raw: Iterable[tuple[Source, dict[str, Any]]],
+    *,
+    namespace: str = "default",
+    cluster_scoped: Iterable[str] = (),
+) -> ParseResult:
+    """Resources from objects and their sources (see :func:`parse_documents`)."""
+    raw = list(raw)
     limits.check("max_objects", len(raw), "objects in one release")
     scopes = crd_scopes(body for _, body in raw)
     cluster = set(CLUSTER_SCOPED_KINDS) | set(cluster_scoped)

@@ -27,7 +27,8 @@ from helmsim.inputs import load_release
 from helmsim.kube.fieldcheck import crd_version_schema, is_builtin
 from helmsim.kube.served import coverage_note
 from helmsim.kube.workloads import declared_pods
-from helmsim.manifests import Resource
+from helmsim.flux.postrender import PostRenderError, post_render
+from helmsim.manifests import Resource, parse_objects
 
 Outcome = Literal["Ready", "Failed", "Stalled", "Blocked", "Progressing"]
 
@@ -207,8 +208,15 @@ def _render(
         if not per_release:
             raise
         return _unrendered(hr, err)
-    parsed = rel.parse(hr.target_namespace)
     chart = f"{rel.chart_name}@{rel.chart_version}" if rel.from_chart else hr.chart_name
+    try:
+        # helm-controller post-renders every release (internal/postrender/build.go)
+        objects = post_render(hr, rel.files, kube_version=profile.kubernetes_version)
+    except PostRenderError as err:
+        if not per_release:
+            raise InputError(f"HelmRelease {hr.ref}: {err}", file=hr.source or None) from None
+        return _failed_render(hr, chart, rel.parse_crds().resources, str(err))
+    parsed = parse_objects(objects, namespace=hr.target_namespace)
     return ChartRelease(
         name=hr.release_name,
         namespace=hr.target_namespace,
@@ -226,14 +234,26 @@ def _unrendered(hr: HelmRelease, err: render.RenderError) -> ChartRelease:
     from helmsim.manifests import parse_documents
 
     crds = parse_documents([(f.path, f.content) for f in err.crd_files]).resources
+    return _failed_render(
+        hr, f"{err.chart_name}@{err.chart_version}", crds, err.helm_message,
+        note=f"the chart does not render ({err})",
+    )
+
+
+def _failed_render(
+    hr: HelmRelease, chart: str, crds: Sequence[Resource], helm_message: str, *, note: str | None = None
+) -> ChartRelease:
+    """A chart Helm's install or upgrade cannot render or post-render for ``hr``: no objects,
+    the ``crds/`` still applied first, Helm's error (helm/helm pkg/action/action.go
+    renderResources runs before the release is stored)."""
     return ChartRelease(
         name=hr.release_name,
         namespace=hr.target_namespace,
-        chart=f"{err.chart_name}@{err.chart_version}",
+        chart=chart,
         resources=(),
         crds=tuple(crds),
-        render_error=err.helm_message,
-        notes=(f"HelmRelease {hr.ref}: the chart does not render ({err}); the release fails with Helm's error",),
+        render_error=helm_message,
+        notes=(f"HelmRelease {hr.ref}: {note or helm_message}; the release fails with Helm's error",),
     )
 
 
@@ -435,7 +455,7 @@ def _install_previous(
 def _unmapped(sim: Simulation, hr: HelmRelease, states: dict[str, ReleaseState], after: float) -> Any:
     st = states.setdefault(hr.ref, ReleaseState())
     while True:
-        blocked = next((d for d in hr.dependencies() if not (states.get(d) and states[d].ready)), None)
+        blocked = next((d for d in hr.dependencies() if not (states.get(d) and states[d].observed_ready)), None)
         if blocked is None:
             break
         st.set("Ready", "False", "DependencyNotReady", f"dependency '{blocked}' is not ready", sim.now)
@@ -462,7 +482,7 @@ def _settled(hr: HelmRelease, states: dict[str, ReleaseState]) -> bool:
     st = states.get(hr.ref)
     if st is None:
         return False
-    if st.ready or st.stalled:
+    if st.observed_ready or st.stalled:
         return True
     return any(states.get(d) is not None and states[d].stalled for d in hr.dependencies())
 
@@ -478,7 +498,7 @@ def _outcome(
     ready = st.get("Ready")
     if st.stalled:
         outcome: Outcome = "Stalled"
-    elif st.ready:
+    elif st.observed_ready:
         outcome = "Ready"
     elif ready is not None and ready.reason == "DependencyNotReady":
         outcome = "Blocked"

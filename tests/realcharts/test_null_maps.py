@@ -24,7 +24,12 @@ def test_null_maps_install_ready_with_null_stored_as_absent() -> None:
     assert result.sim is not None
     svc = result.sim.store.get("Service", "default", "null-maps")
     assert svc is not None
-    assert svc["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "Helm"}
+    # … and helm-controller's post-renderer its origin labels (internal/postrender/build.go)
+    assert svc["metadata"]["labels"] == {
+        "app.kubernetes.io/managed-by": "Helm",
+        "helm.toolkit.fluxcd.io/name": "null-maps",
+        "helm.toolkit.fluxcd.io/namespace": "default",
+    }
     assert svc["metadata"]["annotations"] == {
         "meta.helm.sh/release-name": "null-maps",
         "meta.helm.sh/release-namespace": "default",

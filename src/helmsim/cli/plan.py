@@ -12,8 +12,16 @@ from helmsim.cli import options
 from helmsim.cli.app import command, console, err_console
 from helmsim.helm import build
 from helmsim.helm.plan import Plan, plan_install, plan_upgrade
-from helmsim.inputs import load_release
+from helmsim.errors import InputError
+from helmsim.flux import postrender
+from helmsim.flux.helmrelease import HelmRelease
+from helmsim.inputs import ReleaseInput, load_release
+from helmsim.manifests import ParseResult, parse_objects
 from helmsim.report import plan as plan_report
+
+
+# the schemas strategic-merge patches use when no version is given (a profile's default version)
+DEFAULT_KUBE_VERSION = "1.31.0"
 
 
 class PlanFormat(str, Enum):
@@ -56,6 +64,15 @@ def plan_cmd(
             "apply (releases first installed by Helm 3 keep it; the default).",
         ),
     ] = False,
+    helmrelease: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--helmrelease",
+            help="HelmRelease YAML file or directory: its postRenderers, commonMetadata and origin "
+            "labels are applied as helm-controller applies them (the release using this chart).",
+            metavar="FILE|DIR",
+        ),
+    ] = None,
     fmt: Annotated[PlanFormat, typer.Option("--format", help="Output format.")] = PlanFormat.text,
 ) -> None:
     """Print Helm's plan: crds/, hooks in order, the manifest kind group by kind group, the wait."""
@@ -73,7 +90,8 @@ def plan_cmd(
     release = load_release(target, new_opts, include_crds=upgrade_from is None)
     for note in release.notes:
         err_console.print(f"warning: {note}", markup=False)
-    parsed = release.parse(namespace)
+    hr = postrender.helmrelease_for_chart(helmrelease or [], target)
+    parsed = _parse(release, hr, namespace, kube)
     chart = f"{release.chart_name}@{release.chart_version}" if release.from_chart else ""
     previous_crds: list[dict[str, Any]] = []
     if upgrade_from is None:
@@ -86,7 +104,7 @@ def plan_cmd(
             values_files=tuple(upgrade_from_values or ()),
             **caps,
         )
-        previous = load_release(upgrade_from, old_opts).parse(namespace)
+        previous = _parse(load_release(upgrade_from, old_opts), hr, namespace, kube)
         previous_crds = [r.body for r in previous.resources if r.kind == "CustomResourceDefinition" and not r.is_hook]
         plan = plan_upgrade(
             previous.resources, parsed.resources, server_side=server_side, kube_version=kube
@@ -102,6 +120,18 @@ def plan_cmd(
         console.out(plan_report.to_json(plan, ctx), end="", highlight=False)
     else:
         plan_report.render_text(plan, ctx, console)
+
+
+def _parse(release: ReleaseInput, hr: HelmRelease | None, namespace: str, kube: str | None) -> ParseResult:
+    """The release's objects, post-rendered as helm-controller does when a HelmRelease is given
+    (a post-render failure is Helm's error, bad input here: exit 2)."""
+    if hr is None:
+        return release.parse(namespace)
+    try:
+        objects = postrender.post_render(hr, release.files, kube_version=kube or DEFAULT_KUBE_VERSION)
+    except postrender.PostRenderError as err:
+        raise InputError(f"HelmRelease {hr.ref}: {err}", file=hr.source or None) from None
+    return parse_objects(objects, namespace=namespace)
 
 
 def _build_error(

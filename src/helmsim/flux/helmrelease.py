@@ -74,7 +74,73 @@ class Action(_Model):
     chart_name_change_strategy: Any = Field(default=None, alias="chartNameChangeStrategy")
     recreate: Any = None
     deletion_propagation: Any = Field(default=None, alias="deletionPropagation")
-    filters: Any = None
+    filters: tuple[TestFilter, ...] | None = None
+    """``spec.test.filters`` (api/v2 Test.Filters): test hooks to run or to skip, by name."""
+
+
+class TestFilter(_Model):
+    """api/v2 Filter: a test hook by name, run or (``exclude``) skipped."""
+
+    name: str
+    exclude: bool = False
+
+
+class Selector(_Model):
+    """fluxcd/pkg apis/kustomize Selector: a patch or ignore-rule target."""
+
+    group: str | None = None
+    version: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    label_selector: str | None = Field(default=None, alias="labelSelector")
+    annotation_selector: str | None = Field(default=None, alias="annotationSelector")
+
+
+class KustomizePatch(_Model):
+    """fluxcd/pkg apis/kustomize Patch: an inline strategic-merge or JSON 6902 patch."""
+
+    patch: str
+    target: Selector | None = None
+
+
+class KustomizeImage(_Model):
+    """fluxcd/pkg apis/kustomize Image."""
+
+    name: str
+    new_name: str | None = Field(default=None, alias="newName")
+    new_tag: str | None = Field(default=None, alias="newTag")
+    digest: str | None = None
+
+
+class KustomizePostRenderer(_Model):
+    patches: tuple[KustomizePatch, ...] = ()
+    images: tuple[KustomizeImage, ...] = ()
+
+
+class PostRenderer(_Model):
+    """api/v2 PostRenderer: only Kustomize exists."""
+
+    kustomize: KustomizePostRenderer | None = None
+
+
+class CommonMetadata(_Model):
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class IgnoreRule(_Model):
+    """api/v2 IgnoreRule: JSON pointers drift detection ignores, on the targeted objects."""
+
+    paths: tuple[str, ...]
+    target: Selector | None = None
+
+
+class DriftDetection(_Model):
+    """api/v2 DriftDetection: ``mode`` defaults to disabled (GetMode)."""
+
+    mode: Literal["enabled", "warn", "disabled"] = "disabled"
+    ignore: tuple[IgnoreRule, ...] = ()
 
 
 class Dependency(_Model):
@@ -138,14 +204,16 @@ class Spec(_Model):
     values_from: tuple[ValuesReference, ...] = Field(default=(), alias="valuesFrom")
     wait_strategy: WaitStrategy = Field(default=WaitStrategy(), alias="waitStrategy")
     suspend: bool = False
+    service_account_name: str | None = Field(default=None, alias="serviceAccountName")
+    drift_detection: DriftDetection = Field(default=DriftDetection(), alias="driftDetection")
+    post_renderers: tuple[PostRenderer, ...] = Field(default=(), alias="postRenderers")
+    post_render_strategy: Literal["combined", "separate", "nohooks"] | None = Field(
+        default=None, alias="postRenderStrategy"
+    )
+    common_metadata: CommonMetadata | None = Field(default=None, alias="commonMetadata")
     # accepted, not modelled
     kube_config: Any = Field(default=None, alias="kubeConfig")
-    service_account_name: Any = Field(default=None, alias="serviceAccountName")
     persistent_client: Any = Field(default=None, alias="persistentClient")
-    drift_detection: Any = Field(default=None, alias="driftDetection")
-    post_renderers: Any = Field(default=None, alias="postRenderers")
-    post_render_strategy: Any = Field(default=None, alias="postRenderStrategy")
-    common_metadata: Any = Field(default=None, alias="commonMetadata")
     health_check_exprs: Any = Field(default=None, alias="healthCheckExprs")
 
 

@@ -1,0 +1,132 @@
+"""Which objects a patch applies to: kustomize's target selectors (api/types/selector.go,
+api/resmap/reswrangler.go Select) and resource ids (kyaml/resid)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from helmsim.kube import labels as labelsel
+from helmsim.kustomize import KustomizeError
+from helmsim.manifests import CLUSTER_SCOPED_KINDS
+
+NO_NAMESPACE = "[noNs]"  # kyaml/resid/resid.go
+NO_NAME = "[noName]"
+NO_GROUP, NO_VERSION, NO_KIND = "[noGrp]", "[noVer]", "[noKind]"  # kyaml/resid/gvk.go
+NOT_A_NAMESPACE = "_non_namespaceable_"
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A ``target`` (fluxcd/pkg apis/kustomize Selector; kustomize types.Selector)."""
+
+    group: str = ""
+    version: str = ""
+    kind: str = ""
+    name: str = ""
+    namespace: str = ""
+    label_selector: str = ""
+    annotation_selector: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Selector:
+        def text(key: str) -> str:
+            value = data.get(key)
+            return "" if value is None else str(value)
+
+        return cls(
+            text("group"), text("version"), text("kind"), text("name"), text("namespace"),
+            text("labelSelector"), text("annotationSelector"),
+        )
+
+    def __str__(self) -> str:
+        # types.Selector String: "<ResId>:a=<annotations>:l=<labels>"
+        gvk = f"{self.kind or NO_KIND}.{self.version or NO_VERSION}.{self.group or NO_GROUP}"
+        return (
+            f"{gvk}/{self.name or NO_NAME}.{self.namespace or NO_NAMESPACE}"
+            f":a={self.annotation_selector}:l={self.label_selector}"
+        )
+
+
+def gvk(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    api_version = str(obj.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    return group, version, str(obj.get("kind") or "")
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def effective_namespace(obj: Mapping[str, Any]) -> str:
+    """resid EffectiveNamespace: cluster-scoped kinds have none; unset is ``default``."""
+    if str(obj.get("kind") or "") in CLUSTER_SCOPED_KINDS:
+        return NOT_A_NAMESPACE
+    ns = _meta(obj).get("namespace")
+    return str(ns) if ns else "default"
+
+
+def res_id(obj: Mapping[str, Any]) -> str:
+    """resid.ResId String: ``Kind.version.group/name.namespace``."""
+    group, version, kind = gvk(obj)
+    meta = _meta(obj)
+    return (
+        f"{kind or NO_KIND}.{version or NO_VERSION}.{group or NO_GROUP}/"
+        f"{meta.get('name') or NO_NAME}.{meta.get('namespace') or NO_NAMESPACE}"
+    )
+
+
+def same_id(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """resid ResId.Equals: group, version, kind and name, and the effective namespace."""
+    return (
+        gvk(a) == gvk(b)
+        and _meta(a).get("name") == _meta(b).get("name")
+        and effective_namespace(a) == effective_namespace(b)
+    )
+
+
+def _anchored(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile("^(?:" + pattern + ")$")
+    except re.error as err:
+        raise KustomizeError(f"error parsing regexp: {err}: `{pattern}`") from None
+
+
+def select(objects: Sequence[Mapping[str, Any]], target: Selector) -> list[int]:
+    """The indexes of ``objects`` the target selects (resWrangler.Select)."""
+    regexes = {
+        field: _anchored(getattr(target, field))
+        for field in ("group", "version", "kind", "name", "namespace")
+        if getattr(target, field)
+    }
+    try:
+        by_labels = labelsel.parse(target.label_selector) if target.label_selector else None
+        by_annotations = labelsel.parse(target.annotation_selector) if target.annotation_selector else None
+    except labelsel.SelectorError as err:
+        raise KustomizeError(str(err)) from None
+    out: list[int] = []
+    for i, obj in enumerate(objects):
+        group, version, kind = gvk(obj)
+        meta = _meta(obj)
+        values = {
+            "group": group, "version": version, "kind": kind,
+            "name": str(meta.get("name") or ""), "namespace": effective_namespace(obj),
+        }
+        if any(not rx.match(values[field]) for field, rx in regexes.items()):
+            continue
+        if by_labels is not None and not by_labels.matches(_strings(meta.get("labels"))):
+            continue
+        if by_annotations is not None and not by_annotations.matches(_strings(meta.get("annotations"))):
+            continue
+        out.append(i)
+    return out
+
+
+def _strings(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+__all__ = ["Selector", "effective_namespace", "gvk", "res_id", "same_id", "select"]
