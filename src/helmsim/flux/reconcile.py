@@ -60,6 +60,13 @@ class ReleaseState:
     stalled: bool = False
     ready_at: float | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
+    tested_revision: int | None = None
+    """The release revision whose test hooks ran (api/v2 Snapshot.HasBeenTested)."""
+    test_failed: bool = False
+    """A test hook of ``tested_revision`` failed (Snapshot.HasTestInPhase(Failed))."""
+    in_reconcile: bool = False
+    """A reconcile is under way: status.observedGeneration is not yet the generation, so
+    dependents (checkDependencies) and kstatus do not count the object Ready yet."""
 
     def set(self, type_: str, status: str, reason: str, message: str, now: float) -> None:
         self.conditions[type_] = Condition(type_, status, reason, message, now)
@@ -74,6 +81,11 @@ class ReleaseState:
     def ready(self) -> bool:
         c = self.conditions.get("Ready")
         return c is not None and c.status == "True"
+
+    @property
+    def observed_ready(self) -> bool:
+        """Ready=True with the generation observed (helmrelease_controller.go checkDependencies)."""
+        return self.ready and not self.in_reconcile
 
 
 @dataclass
@@ -137,7 +149,11 @@ class Reconciler:
                 self._mark("Ready", "False", "DependencyNotReady", blocked)
                 yield sim.sleep(DEPENDENCY_REQUEUE)  # --requeue-dependency 30s, not jittered
                 continue
-            outcome = yield from self._reconcile_release()
+            self.state.in_reconcile = True
+            try:
+                outcome = yield from self._reconcile_release()
+            finally:
+                self.state.in_reconcile = False
             if outcome == "done" or outcome == "stalled":
                 return outcome
             requeues += 1
@@ -161,7 +177,7 @@ class Reconciler:
                 )
             st = self.states.get(dep)
             # helmrelease_controller.go checkDependencies: generation observed and Ready=True
-            if st is None or not st.ready:
+            if st is None or not st.observed_ready:
                 return f"dependency '{dep}' is not ready"
         return None
 
@@ -181,7 +197,7 @@ class Reconciler:
             elif last.status in ("failed", "uninstalling"):
                 state = "Failed"
             elif last.status == "deployed" and self.target_revision_installed:
-                state = "InSync"
+                state = self._tested_state(last.revision)
             else:
                 state = "OutOfSync"
             if state == "Locked":
@@ -193,6 +209,12 @@ class Reconciler:
                 continue
             if state == "InSync":
                 return "done"
+            if state == "Untested":
+                if "test" in ran:
+                    return "requeue"
+                ran.add("test")
+                yield from self._run_test(last.revision)
+                continue
             if state == "Absent":
                 if self.hr.spec.install.remediation.retries_exhausted(st.install_failures):
                     return self._stall("install")
@@ -237,9 +259,72 @@ class Reconciler:
                 self._mark("Reconciling", "True", "ProgressingWithRetry", ready.message if ready else "")
                 return "requeue"
             if result.ok:
-                return "done"
+                continue  # atomic_release.go: the next state (InSync, or Untested with tests)
             if getattr(self.hr.spec, action).strategy.name == "RetryOnFailure":
                 return "retry"
+
+    def _ignore_test_failures(self) -> bool:
+        """The active remediation's MustIgnoreTestFailures(spec.test.ignoreFailures)."""
+        kind = self.state.last_attempted_action or "install"
+        rem = getattr(self.hr.spec, kind).remediation
+        if rem.ignore_test_failures is not None:
+            return bool(rem.ignore_test_failures)
+        return self.hr.spec.test.ignore_failures
+
+    def _tested_state(self, revision: int) -> str:
+        """internal/reconcile/state.go: a deployed, in-sync release is Untested until its tests
+        ran (test.enable), Failed when one failed and failures are not ignored."""
+        test = self.hr.spec.test
+        st = self.state
+        if test.enable:
+            if st.tested_revision != revision:
+                return "Untested"
+            if st.test_failed and st.last_attempted_action and not self._ignore_test_failures():
+                return "Failed"
+        return "InSync"
+
+    def _run_test(self, revision: int) -> Proc:
+        """internal/reconcile/test.go: Helm's test action on the latest release, its result as
+        the TestSuccess condition; a failure counts for the active remediation."""
+        st = self.state
+        timeout = self.hr.timeout_for("test")
+        self._mark("Reconciling", "True", "Progressing", f"Running 'test' action with timeout of {go_duration(timeout)}")
+        opts = self._options("test")
+        filters = [(f.name, f.exclude) for f in self.hr.spec.test.filters or ()]
+        result = yield from actions.release_test(self.ctx, self.hr.target_namespace, self.hr.release_name, opts, filters)
+        rel = result.release
+        label = rel.id if rel is not None else f"{self.hr.target_namespace}/{self.hr.release_name}"
+        chart = rel.chart if rel is not None else self.hr.chart_name
+        hooks = result.tested_hooks
+        st.tested_revision = revision
+        st.test_failed = not result.ok
+        # api/v2 summarize: TestSuccess ranks before Released unless failures are ignored
+        counts = not self.hr.spec.test.ignore_failures
+        if result.ok:
+            # internal/reconcile/test.go success(): fmtTestSuccess with the hook count
+            hook_msg = "no test hooks" if not hooks else f"{hooks} test hook{'s' if hooks > 1 else ''} completed successfully"
+            message = f"Helm test succeeded for release {label} with chart {chart}: {hook_msg}"
+            self._mark("TestSuccess", "True", "TestSucceeded", message)
+            if counts:
+                self._mark("Ready", "True", "TestSucceeded", message)
+            self._log("event", message, reason="TestSucceeded", type="Normal")
+        else:
+            message = f"Helm test failed for release {label} with chart {chart}: {(result.error or '').strip()}"
+            st.failures += 1
+            self._mark("TestSuccess", "False", "TestFailed", message)
+            self._log("event", message, reason="TestFailed", type="Warning")
+            if st.last_attempted_action and not self._ignore_test_failures():
+                # test.go failure(): the active remediation's failure count
+                if st.last_attempted_action == "install":
+                    st.install_failures += 1
+                else:
+                    st.upgrade_failures += 1
+            if counts:
+                self._mark("Ready", "False", "TestFailed", message)
+                st.ready_at = None
+        st.history.append({"time": self.ctx.sim.now, "action": "test", "ok": result.ok, "error": result.error})
+        st.drop("Reconciling")
+        return result
 
     def _run_action(self, action: str, ns: str, name: str) -> Proc:
         st = self.state
@@ -251,9 +336,11 @@ class Reconciler:
             self._mark("Ready", "Unknown", "Progressing", msg)
         opts = self._options(action)
         if action in ("install", "upgrade"):
-            # internal/reconcile/install.go, upgrade.go: a new attempt clears Remediated
+            # internal/reconcile/install.go, upgrade.go: a new attempt clears Remediated; its
+            # release is a new snapshot, not yet tested
             st.drop("Remediated")
             st.drop("TestSuccess")
+            st.tested_revision, st.test_failed = None, False
         if action == "install":
             chart = self.chart_for(False)
             st.last_attempted_action = "install"
@@ -272,9 +359,11 @@ class Reconciler:
                 result = yield from actions.upgrade(self.ctx, chart, opts)
         elif action == "rollback":
             chart = self.chart_for(True)
+            self.target_revision_installed = False  # the rolled-back release is not the desired one
             result = yield from actions.rollback(self.ctx, self.hr.target_namespace, name, opts)
         else:
             chart = self.chart_for(False)
+            self.target_revision_installed = False
             result = yield from actions.uninstall(
                 self.ctx, self.hr.target_namespace, name, opts, keep_history=self.hr.spec.uninstall.keep_history
             )

@@ -81,6 +81,8 @@ class ActionResult:
     error: str | None = None
     trace_id: int | None = None
     rollback_to: int | None = None
+    tested_hooks: int = 0
+    """How many test hooks a test action ran."""
 
 
 @dataclass
@@ -666,6 +668,37 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
             continue
         _delete(ctx, res, cause)
     return None
+
+
+# --- test ----------------------------------------------------------------------------------------
+def release_test(
+    ctx: HelmContext, namespace: str, name: str, opts: ActionOptions, filters: Sequence[tuple[str, bool]] = ()
+) -> Proc:
+    """``helm test`` (helm/helm pkg/action/release_testing.go Run): the latest release's hooks,
+    filtered by name (``(name, exclude)``: excluded names first, then only the included ones),
+    run as the ``test`` event one at a time (pkg/action/hooks.go execHook); the result carries
+    Helm's hook error and the number of test hooks."""
+    sim = ctx.sim
+    rel = ctx.storage.last(namespace, name)
+    if rel is None:
+        return ActionResult("test", False, None, "release: not found")
+    hooks = list(rel.hooks)
+    excluded = {n for n, exclude in filters if exclude}
+    included = {n for n, exclude in filters if not exclude}
+    if excluded:
+        hooks = [h for h in hooks if h.name not in excluded]
+    if included:
+        hooks = [h for h in hooks if h.name in included]
+    tests = hook_order(hooks, "test")
+    start = sim.log(ctx.actor, "action-start", rel.id, f"test {rel.id}: {len(tests)} test hook(s)", action="test")
+    before = len(rel.hook_runs)
+    err = yield from exec_hooks(ctx, rel, hooks, "test", opts, start.id)
+    runs = rel.hook_runs[before:]
+    ev = sim.log(
+        ctx.actor, "tested", rel.id, err or f"{len(tests)} test hook(s) succeeded", cause=start.id,
+        hooks=len(tests), failed=sum(r.phase == "Failed" for r in runs), error=err,
+    )
+    return ActionResult("test", err is None, rel, err, trace_id=ev.id, tested_hooks=len(tests))
 
 
 # --- rollback and uninstall ----------------------------------------------------------------------

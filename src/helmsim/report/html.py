@@ -813,7 +813,8 @@ def _summary_table(result: SimulationResult) -> str:
 def _summary_message(o: ReleaseOutcome) -> str:
     if o.outcome in ("Stalled", "Failed"):
         stalled = o.conditions.get("Stalled", {}).get("message", "")
-        released = o.conditions.get("Released", {}).get("message", "")
+        test = o.conditions.get("TestSuccess", {})
+        released = (test if test.get("status") == "False" else o.conditions.get("Released", {})).get("message", "")
         text = "; last failure: ".join(x for x in (stalled, released) if x)
         return text or o.message
     return o.message

@@ -58,12 +58,19 @@ def timeline(result: SimulationResult) -> list[TraceEvent]:
 def _summary_message(o: ReleaseOutcome) -> str:
     if o.outcome == "Stalled":
         stalled = o.conditions.get("Stalled", {}).get("message", "")
-        released = o.conditions.get("Released", {}).get("message", "")
+        released = _failure(o)
         return f"{stalled}; last failure: {released}" if released else stalled
     if o.outcome == "Failed":
-        released = o.conditions.get("Released", {}).get("message", "")
-        return released or o.message
+        return _failure(o) or o.message
     return o.message
+
+
+def _failure(o: ReleaseOutcome) -> str:
+    """The failed condition: a failed Helm test (TestSuccess=False) or the Released one."""
+    test = o.conditions.get("TestSuccess", {})
+    if test.get("status") == "False":
+        return str(test.get("message", ""))
+    return str(o.conditions.get("Released", {}).get("message", ""))
 
 
 def to_json(result: SimulationResult) -> str:
