@@ -118,3 +118,60 @@ def _write(text: str, output: Path | None) -> None:
         return
     write_atomic(output, text)
     err_console.print(f"wrote {output}", markup=False)
+
+
+@command("calibrate", group=profiles_app)
+def calibrate_cmd(
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="`kubectl get events -A -o json` output, and optionally pods and "
+            "CiliumNetworkPolicies (`kubectl get pods,cnp -A -o json`): files or directories."
+        ),
+    ],
+    profile: Annotated[
+        str, typer.Option("--profile", "-p", help="The profile to calibrate (its latencies are the prior).")
+    ] = "kind",
+    name: Annotated[str | None, typer.Option("--name", help="Name of the calibrated profile.")] = None,
+    min_samples: Annotated[
+        int, typer.Option("--min-samples", help="Fewer samples than this keep the prior.")
+    ] = 10,
+    max_samples: Annotated[
+        int, typer.Option("--max-samples", help="More samples are thinned to this many quantiles.")
+    ] = 500,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the profile here instead of stdout.")
+    ] = None,
+) -> None:
+    """Fit latency distributions from the cluster's events into a profile extending --profile."""
+    import os
+
+    from helmsim.profiletools.calibrate import calibrate, calibrated_draft
+    from helmsim.profiletools.dumps import read_dumps
+    from helmsim.profiletools.emit import render
+
+    base = load_profile(profile)
+    dump = read_dumps(inputs)
+    if not dump.of("Event") and not dump.of("Pod") and not dump.of("CiliumNetworkPolicy"):
+        raise InputError("no Event, Pod or CiliumNetworkPolicy in the inputs (kubectl get events -A -o json)")
+    fitted = calibrate(dump, min_samples=min_samples, max_samples=max_samples)
+    base_ref = profile
+    if Path(profile).is_file() and output is not None:
+        base_ref = os.path.relpath(Path(profile).resolve(), output.resolve().parent)
+    draft = calibrated_draft(
+        fitted,
+        base_ref=base_ref,
+        base=base,
+        name=name or f"{base.name}-calibrated",
+        origin=", ".join(str(p) for p in inputs),
+    )
+    text = render(draft)
+    from helmsim.cluster.profile import profile_from_mapping
+    from helmsim.yamlio import load_one
+
+    base_dir = output.resolve().parent if output is not None else Path.cwd()
+    profile_from_mapping(load_one(text, "calibrated profile"), source="calibrated profile", base_dir=base_dir)
+    for f in fitted:
+        state = "calibrated" if f.value is not None else "kept the prior"
+        err_console.print(f"{f.key}: {f.count} samples, {state}", markup=False)
+    _write(text, output)
