@@ -20,7 +20,10 @@ def test_list_shows_every_builtin_with_its_description() -> None:
     lines = result.output.splitlines()
     assert lines[0].split() == ["NAME", "DESCRIPTION"]
     rows = {line.split()[0]: line for line in lines[1:]}
-    assert list(rows) == ["cilium-always", "cilium-default", "eks-gp3", "kind"]
+    assert list(rows) == [
+        "aks-cilium", "cilium-always", "cilium-default", "eks-gp3", "eks-vpc-cni",
+        "gke-dataplane-v2", "k3s", "kind",
+    ]
     assert load_profile("kind").description in rows["kind"]
 
 

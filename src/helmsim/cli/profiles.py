@@ -30,6 +30,13 @@ class Format(str, enum.Enum):
     json = "json"
 
 
+class DiffFormat(str, enum.Enum):
+    """Output formats of ``profiles diff``."""
+
+    text = "text"
+    json = "json"
+
+
 @command("list", group=profiles_app)
 def list_cmd() -> None:
     """List the built-in profiles with their descriptions."""
@@ -175,3 +182,22 @@ def calibrate_cmd(
         state = "calibrated" if f.value is not None else "kept the prior"
         err_console.print(f"{f.key}: {f.count} samples, {state}", markup=False)
     _write(text, output)
+
+
+@command("diff", group=profiles_app)
+def diff_cmd(
+    a: Annotated[str, typer.Argument(help="Built-in profile name or profile YAML file.")],
+    b: Annotated[str, typer.Argument(help="Built-in profile name or profile YAML file.")],
+    format_: Annotated[
+        DiffFormat, typer.Option("--format", help="Output format.", case_sensitive=False)
+    ] = DiffFormat.text,
+) -> None:
+    """Show what differs between two resolved profiles (exit 1 when they differ)."""
+    from helmsim.profiletools.compare import diff_profiles, render_json, render_text
+
+    pa, pb = load_profile(a), load_profile(b)
+    diffs = diff_profiles(pa, pb)
+    text = render_json(pa, pb, diffs) if format_ is DiffFormat.json else render_text(pa, pb, diffs)
+    console.out(text, end="", highlight=False)
+    if diffs:
+        raise typer.Exit(1)
