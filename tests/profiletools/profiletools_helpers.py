@@ -21,8 +21,17 @@ def simulate_json(example: str, profile: str, *extra: str) -> dict[str, object]:
     target = EXAMPLES / example
     result = runner.invoke(
         app,
-        ["simulate", str(target), "--helmrelease", str(target / "flux"), "-p", profile,
-         "--format", "json", *extra],
+        [
+            "simulate",
+            str(target),
+            "--helmrelease",
+            str(target / "flux"),
+            "-p",
+            profile,
+            "--format",
+            "json",
+            *extra,
+        ],
     )
     assert result.exit_code in (0, 1), result.output
     data: dict[str, object] = json.loads(result.stdout)

@@ -112,7 +112,10 @@ def test_too_few_samples_keep_the_prior_and_say_so(tmp_path: Path) -> None:
     assert "# volumeAttach: kept the prior: 3 samples" in out.read_text()
     assert "fewer than --min-samples 10" in out.read_text()
     assert "latencies.volumeAttach: 3 samples, kept the prior" in stderr
-    assert load_profile(str(out)).latencies.volume_attach == load_profile("kind").latencies.volume_attach
+    assert (
+        load_profile(str(out)).latencies.volume_attach
+        == load_profile("kind").latencies.volume_attach
+    )
     # a lower threshold calibrates it
     out, _ = _calibrate(tmp_path, str(EVENTS), "--min-samples", "3")
     assert "volumeAttach" in yaml.safe_load(out.read_text())["latencies"]
@@ -146,8 +149,21 @@ def test_calibration_is_deterministic(tmp_path: Path) -> None:
 
 
 def _runs(profile: str) -> dict[str, int]:
-    result = runner.invoke(app, ["simulate", str(ROOT / "tests/fixtures/rules/HS101/failing"), "-p", profile,
-                                 "--runs", "30", "--seed", "1", "--format", "json"])
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            str(ROOT / "tests/fixtures/rules/HS101/failing"),
+            "-p",
+            profile,
+            "--runs",
+            "30",
+            "--seed",
+            "1",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code in (0, 1), result.output
     return {s["label"]: s["count"] for s in json.loads(result.stdout)["stats"]}
 
@@ -182,23 +198,46 @@ def test_malformed_events_file_is_one_line_exit_2(tmp_path: Path) -> None:
     assert result.stderr.strip() == f"error: {bad}:1: an Event's involvedObject is not a mapping"
 
 
-_event_values = st.one_of(st.none(), st.integers(), st.text(max_size=30), st.sampled_from([
-    "2026-01-05T14:00:04Z", "2026-01-05T14:00:04.123456Z", "not a time", "Pulled", "Started",
-    "Provisioning", "ProvisioningSucceeded", "SuccessfulAttachVolume", "Scheduled", "Pod",
-    'Successfully pulled image "a" in 3.2s (3.4s including waiting)', "spec.containers{a}",
-    'AttachVolume.Attach succeeded for volume "pvc-1"', "PersistentVolumeClaim",
-]))
+_event_values = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            "2026-01-05T14:00:04Z",
+            "2026-01-05T14:00:04.123456Z",
+            "not a time",
+            "Pulled",
+            "Started",
+            "Provisioning",
+            "ProvisioningSucceeded",
+            "SuccessfulAttachVolume",
+            "Scheduled",
+            "Pod",
+            'Successfully pulled image "a" in 3.2s (3.4s including waiting)',
+            "spec.containers{a}",
+            'AttachVolume.Attach succeeded for volume "pvc-1"',
+            "PersistentVolumeClaim",
+        ]
+    ),
+)
 
 
 @st.composite
 def _event(draw: st.DrawFn) -> dict[str, Any]:
     keys = ["reason", "message", "eventTime", "firstTimestamp", "lastTimestamp", "note", "count"]
-    event: dict[str, Any] = {k: draw(_event_values) for k in draw(st.lists(st.sampled_from(keys), max_size=6))}
+    event: dict[str, Any] = {
+        k: draw(_event_values) for k in draw(st.lists(st.sampled_from(keys), max_size=6))
+    }
     event["kind"] = "Event"
-    event["involvedObject"] = draw(st.one_of(
-        st.dictionaries(st.sampled_from(["kind", "uid", "name", "namespace", "fieldPath"]), _event_values),
-        _event_values,
-    ))
+    event["involvedObject"] = draw(
+        st.one_of(
+            st.dictionaries(
+                st.sampled_from(["kind", "uid", "name", "namespace", "fieldPath"]), _event_values
+            ),
+            _event_values,
+        )
+    )
     return event
 
 

@@ -6,34 +6,91 @@ import json
 from typing import Any
 
 import yaml
-from profiletools_helpers import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiletools_helpers import DATA
 
 from helmsim.errors import InputError
 from helmsim.profiletools.dumps import Dump, add_text, read_dumps
 from helmsim.profiletools.importer import import_profile
 
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 70000), st.floats(allow_nan=False, width=32),
-    st.text(max_size=12), st.sampled_from(["true", "false", "10.96.0.1", "10.0.0.0/16", "always",
-                                           "", "https", "Established", "True", "v1"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 70000),
+    st.floats(allow_nan=False, width=32),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "true",
+            "false",
+            "10.96.0.1",
+            "10.0.0.0/16",
+            "always",
+            "",
+            "https",
+            "Established",
+            "True",
+            "v1",
+        ]
+    ),
 )
 _values = st.recursive(
     _scalars,
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
-        st.dictionaries(st.sampled_from(["name", "spec", "status", "data", "items", "kind", "metadata",
-                                         "labels", "ports", "port", "addresses", "clusterIP", "group",
-                                         "versions", "served", "taints", "key", "effect", "allocatable",
-                                         "provisioner", "parameters", "endpoints", "conditions", "type"]),
-                        inner, max_size=5),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "name",
+                    "spec",
+                    "status",
+                    "data",
+                    "items",
+                    "kind",
+                    "metadata",
+                    "labels",
+                    "ports",
+                    "port",
+                    "addresses",
+                    "clusterIP",
+                    "group",
+                    "versions",
+                    "served",
+                    "taints",
+                    "key",
+                    "effect",
+                    "allocatable",
+                    "provisioner",
+                    "parameters",
+                    "endpoints",
+                    "conditions",
+                    "type",
+                ]
+            ),
+            inner,
+            max_size=5,
+        ),
     ),
     max_leaves=25,
 )
-_KINDS = ["Node", "StorageClass", "CSIDriver", "CustomResourceDefinition", "APIService", "Service",
-          "EndpointSlice", "Endpoints", "ConfigMap", "DaemonSet", "Pod", "ServiceCIDR",
-          "CiliumClusterwideNetworkPolicy", "NetworkPolicy", "Secret"]
+_KINDS = [
+    "Node",
+    "StorageClass",
+    "CSIDriver",
+    "CustomResourceDefinition",
+    "APIService",
+    "Service",
+    "EndpointSlice",
+    "Endpoints",
+    "ConfigMap",
+    "DaemonSet",
+    "Pod",
+    "ServiceCIDR",
+    "CiliumClusterwideNetworkPolicy",
+    "NetworkPolicy",
+    "Secret",
+]
 
 
 _KIND = read_dumps([DATA / "kind"])
@@ -41,19 +98,48 @@ _KIND = read_dumps([DATA / "kind"])
 
 @st.composite
 def _objects(draw: st.DrawFn) -> dict[str, Any]:
-    obj: dict[str, Any] = draw(st.dictionaries(st.sampled_from(["spec", "status", "data", "provisioner",
-                                                               "parameters", "endpoints", "ports", "subsets"]),
-                                               _values, max_size=4))
+    obj: dict[str, Any] = draw(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "spec",
+                    "status",
+                    "data",
+                    "provisioner",
+                    "parameters",
+                    "endpoints",
+                    "ports",
+                    "subsets",
+                ]
+            ),
+            _values,
+            max_size=4,
+        )
+    )
     obj["kind"] = draw(st.sampled_from(_KINDS))
     obj["apiVersion"] = "v1"
-    obj["metadata"] = draw(st.one_of(
-        st.fixed_dictionaries({"name": st.sampled_from(["kubernetes", "kube-dns", "cilium-config", "n1",
-                                                        "kubeadm-config", "aws-node", "cilium"]),
-                               "namespace": st.sampled_from(["default", "kube-system", ""])},
-                              optional={"labels": _values, "annotations": _values,
-                                        "creationTimestamp": _scalars}),
-        _values,
-    ))
+    obj["metadata"] = draw(
+        st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "name": st.sampled_from(
+                        [
+                            "kubernetes",
+                            "kube-dns",
+                            "cilium-config",
+                            "n1",
+                            "kubeadm-config",
+                            "aws-node",
+                            "cilium",
+                        ]
+                    ),
+                    "namespace": st.sampled_from(["default", "kube-system", ""]),
+                },
+                optional={"labels": _values, "annotations": _values, "creationTimestamp": _scalars},
+            ),
+            _values,
+        )
+    )
     return obj
 
 

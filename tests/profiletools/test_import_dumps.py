@@ -35,14 +35,21 @@ def _import(tmp_path: Path, dump: str, *extra: str) -> tuple[Path, str]:
     ],
 )
 def test_imported_dump_simulates_the_seed_exactly_as_the_builtin(
-    tmp_path: Path, dump: str, builtin: str, example: str, values: str | None, extra: tuple[str, ...]
+    tmp_path: Path,
+    dump: str,
+    builtin: str,
+    example: str,
+    values: str | None,
+    extra: tuple[str, ...],
 ) -> None:
     profile, _ = _import(tmp_path, dump, "--name", "imported", *extra)
     more = ("-f", f"examples/{example}/{values}") if values else ()
     want = simulate_json(example, builtin, *more)
     got = simulate_json(example, str(profile), *more)
     assert got["profile"] == "imported"
-    assert without_profile_name(got, "imported", builtin) == without_profile_name(want, builtin, builtin)
+    assert without_profile_name(got, "imported", builtin) == without_profile_name(
+        want, builtin, builtin
+    )
 
 
 def test_seed1_under_the_imported_cilium_profile_fails_like_cilium_always(tmp_path: Path) -> None:
@@ -50,9 +57,14 @@ def test_seed1_under_the_imported_cilium_profile_fails_like_cilium_always(tmp_pa
     profile, _ = _import(tmp_path, "kind-cilium-always")
     seed1 = "examples/seed1-migrate-race"
     report = simulate_json(
-        "seed1-migrate-race", str(profile),
-        "-f", f"{seed1}/rehearsals/migration-fails-values.yaml",
-        "--upgrade-from", seed1, "--upgrade-from-values", f"{seed1}/ci/previous-values.yaml",
+        "seed1-migrate-race",
+        str(profile),
+        "-f",
+        f"{seed1}/rehearsals/migration-fails-values.yaml",
+        "--upgrade-from",
+        seed1,
+        "--upgrade-from-values",
+        f"{seed1}/ci/previous-values.yaml",
     )
     assert "failed early due to stalled resources: [Job/kagent/" in json.dumps(report)
 
@@ -63,8 +75,12 @@ def test_imported_kind_matches_the_builtin_field_by_field(tmp_path: Path) -> Non
     want = load_profile("kind").to_data()
     node = got["nodes"][0]
     assert node["allocatable"] == {
-        "cpu": "8", "ephemeral-storage": "243334020Ki", "hugepages-1Gi": "0",
-        "hugepages-2Mi": "0", "memory": "32797324Ki", "pods": "110",
+        "cpu": "8",
+        "ephemeral-storage": "243334020Ki",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+        "memory": "32797324Ki",
+        "pods": "110",
     }
     assert set(want["nodes"][0]["labels"].items()) <= set(node["labels"].items())
     for key in ("kubernetesVersion", "cni", "storageClasses", "latencies", "addressing"):
@@ -107,7 +123,10 @@ def test_every_value_names_its_source(tmp_path: Path, dump: str) -> None:
 def test_values_cite_the_file_and_object_they_came_from(tmp_path: Path) -> None:
     text = _import(tmp_path, "eks")[0].read_text()
     lines = {ln.split(":")[0].strip(): ln for ln in text.splitlines() if "  # " in ln}
-    assert "eks/version.json: serverVersion.gitVersion v1.31.4-eks-2d5f260" in lines["kubernetesVersion"]
+    assert (
+        "eks/version.json: serverVersion.gitVersion v1.31.4-eks-2d5f260"
+        in lines["kubernetesVersion"]
+    )
     assert "EndpointSlice/default/kubernetes" in lines["apiserverEndpoint"]
     assert "aws-eks-nodeagent --enable-network-policy=true" in lines["type"]
     assert "INFERRED" in lines["serviceCIDR"] and "INFERRED" in lines["podCIDR"]
@@ -141,7 +160,10 @@ def test_import_is_deterministic_and_a_valid_profile(tmp_path: Path) -> None:
     assert [p["metadata"]["name"] for p in data["clusterPolicies"]] == [
         "platform-allow-kube-dns-ingress"
     ]
-    assert "# cilium-config kube-proxy-replacement: 'false' (recorded; no profile field)" in first.stdout
+    assert (
+        "# cilium-config kube-proxy-replacement: 'false' (recorded; no profile field)"
+        in first.stdout
+    )
 
 
 # --- platform detection and the prior ---------------------------------------------------------
@@ -170,7 +192,10 @@ def test_prior_can_be_a_file(tmp_path: Path) -> None:
         ("kind: [unclosed\n", "nodes.yaml:2: invalid YAML"),
         ("- just\n- a list\n", "nodes.yaml:1: not a Kubernetes object or List (a mapping)"),
         ("apiVersion: v1\nitems: {}\nkind: List\n", "nodes.yaml:1: items of a List is not a list"),
-        ("apiVersion: v1\nitems: [42]\nkind: List\n", "nodes.yaml:1: items[0]: not a Kubernetes object"),
+        (
+            "apiVersion: v1\nitems: [42]\nkind: List\n",
+            "nodes.yaml:1: items[0]: not a Kubernetes object",
+        ),
         ("apiVersion: v1\nmetadata: {name: x}\n", "nodes.yaml:1: object has no kind"),
         ('{"serverVersion": {"major": "1"}}', "nodes.yaml:1: serverVersion.gitVersion is missing"),
     ],

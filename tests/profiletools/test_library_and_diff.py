@@ -38,7 +38,11 @@ def test_library_profiles_encode_each_platforms_semantics(
     p = load_profile(name)
     assert p.cni.type == cni and p.cni.policy_cidr_match_mode == cidr_nodes
     sc = p.default_storage_class()
-    assert sc is not None and sc.name == default_class and sc.volume_binding_mode == "WaitForFirstConsumer"
+    assert (
+        sc is not None
+        and sc.name == default_class
+        and sc.volume_binding_mode == "WaitForFirstConsumer"
+    )
     assert ("cilium.io/v2/CiliumNetworkPolicy" in p.helm_api_versions()) is cnp_served
 
 
@@ -68,7 +72,10 @@ def test_diff_text_lists_each_difference_and_exits_1() -> None:
     assert lines[2] == "4 differences"
     body = "\n".join(lines[3:])
     assert re.search(r'cni.policyEnforcementMode +"default" -> "always"', body)
-    assert "clusterPolicies[CiliumClusterwideNetworkPolicy/platform-allow-kube-dns-ingress]  only in b:" in body
+    assert (
+        "clusterPolicies[CiliumClusterwideNetworkPolicy/platform-allow-kube-dns-ingress]  only in b:"
+        in body
+    )
 
 
 def test_diff_json_and_identical_profiles(tmp_path: Path) -> None:
@@ -76,7 +83,11 @@ def test_diff_json_and_identical_profiles(tmp_path: Path) -> None:
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     by_path = {d["path"]: d for d in data["differences"]}
-    assert by_path["addressing.serviceCIDR"] == {"path": "addressing.serviceCIDR", "a": "10.96.0.0/16", "b": "10.43.0.0/16"}
+    assert by_path["addressing.serviceCIDR"] == {
+        "path": "addressing.serviceCIDR",
+        "a": "10.96.0.0/16",
+        "b": "10.43.0.0/16",
+    }
     assert by_path["nodes[k3s-server]"]["only"] == "b"
     assert by_path["storageClasses[standard]"]["only"] == "a"
     same = tmp_path / "same.yaml"
@@ -104,7 +115,10 @@ def test_diff_of_an_imported_cluster_against_its_builtin(tmp_path: Path) -> None
     from profiletools_helpers import DATA
 
     out = tmp_path / "kind.yaml"
-    assert runner.invoke(app, ["profiles", "import", str(DATA / "kind"), "-o", str(out)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["profiles", "import", str(DATA / "kind"), "-o", str(out)]).exit_code
+        == 0
+    )
     result = runner.invoke(app, ["profiles", "diff", "kind", str(out), "--format", "json"])
     paths = {d["path"] for d in json.loads(result.stdout)["differences"]}
     # what a real kind node adds: beta labels and its allocatable; nothing the simulator decides on
@@ -113,8 +127,17 @@ def test_diff_of_an_imported_cluster_against_its_builtin(tmp_path: Path) -> None
         "description",
         f"{node}.labels.beta.kubernetes.io/arch",
         f"{node}.labels.beta.kubernetes.io/os",
-        *(f"{node}.allocatable.{r}" for r in
-          ("cpu", "ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi", "memory", "pods")),
+        *(
+            f"{node}.allocatable.{r}"
+            for r in (
+                "cpu",
+                "ephemeral-storage",
+                "hugepages-1Gi",
+                "hugepages-2Mi",
+                "memory",
+                "pods",
+            )
+        ),
     }
 
 

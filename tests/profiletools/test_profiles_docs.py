@@ -18,7 +18,7 @@ SECTION = DOC[DOC.index("## Importing a cluster") :]
 
 def _commands() -> list[str]:
     out = []
-    for block in re.findall(r"```console\n(.*?)```", SECTION, re.S):
+    for block in re.findall(r"```console\n(.*?)```", SECTION, re.DOTALL):
         for line in block.splitlines():
             if not line.startswith("$ "):
                 continue

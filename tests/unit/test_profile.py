@@ -18,7 +18,10 @@ from helmsim.cluster.profile import (
 )
 from helmsim.errors import InputError
 
-BUILTINS = ["cilium-always", "cilium-default", "eks-gp3", "kind"]
+BUILTINS = [
+    "aks-cilium", "cilium-always", "cilium-default", "eks-gp3", "eks-vpc-cni", "gke-dataplane-v2",
+    "k3s", "kind",
+]
 
 
 def _write(dir_: Path, name: str, text: str) -> Path:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -150,7 +149,9 @@ def events_of(dump: Dump) -> list[Event]:
         obj = o.obj
         regarding = obj.get("involvedObject") or obj.get("regarding") or {}
         if not isinstance(regarding, Mapping):
-            raise InputError("an Event's involvedObject is not a mapping", file=o.source, line=o.line)
+            raise InputError(
+                "an Event's involvedObject is not a mapping", file=o.source, line=o.line
+            )
         when = _event_time(obj)
         if when is None:
             continue
@@ -245,9 +246,7 @@ def _scheduling(dump: Dump, events: Iterable[Event]) -> Measure:
         "a pod's creationTimestamp → its PodScheduled condition (pods without FailedScheduling "
         "events and without claims)",
     )
-    failed = {
-        e.uid or f"{e.namespace}/{e.name}" for e in events if e.reason == "FailedScheduling"
-    }
+    failed = {e.uid or f"{e.namespace}/{e.name}" for e in events if e.reason == "FailedScheduling"}
     for o in dump.of("Pod"):
         meta = o.obj.get("metadata") if isinstance(o.obj.get("metadata"), Mapping) else {}
         assert isinstance(meta, Mapping)
@@ -269,7 +268,9 @@ def _scheduling(dump: Dump, events: Iterable[Event]) -> Measure:
             (
                 stamp(c.get("lastTransitionTime"))
                 for c in conditions
-                if isinstance(c, Mapping) and c.get("type") == "PodScheduled" and c.get("status") == "True"
+                if isinstance(c, Mapping)
+                and c.get("type") == "PodScheduled"
+                and c.get("status") == "True"
             ),
             None,
         )
@@ -398,8 +399,7 @@ def fit(m: Measure, *, min_samples: int = MIN_SAMPLES, max_samples: int = MAX_SA
     value: dict[str, Any] = {"dist": "empirical", "samples": values}
     median = statistics.median(m.samples)
     note = (
-        f"calibrated: {n} samples from {m.method}; {sources}; window {window}; "
-        f"median {median:g}s"
+        f"calibrated: {n} samples from {m.method}; {sources}; window {window}; median {median:g}s"
     )
     if len(values) < n:
         note += f"; thinned to {len(values)} quantiles (--max-samples)"

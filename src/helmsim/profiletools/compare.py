@@ -135,11 +135,14 @@ def render_text(a: ClusterProfile, b: ClusterProfile, diffs: list[Difference]) -
 
 def render_json(a: ClusterProfile, b: ClusterProfile, diffs: list[Difference]) -> str:
     """The differences as JSON."""
-    return json.dumps(
-        {
-            "a": {"name": a.name, "sources": list(a.sources)},
-            "b": {"name": b.name, "sources": list(b.sources)},
-            "differences": [d.to_dict() for d in diffs],
-        },
-        indent=2,
-    ) + "\n"
+    return (
+        json.dumps(
+            {
+                "a": {"name": a.name, "sources": list(a.sources)},
+                "b": {"name": b.name, "sources": list(b.sources)},
+                "differences": [d.to_dict() for d in diffs],
+            },
+            indent=2,
+        )
+        + "\n"
+    )

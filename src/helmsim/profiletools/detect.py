@@ -68,7 +68,13 @@ def _str_map(value: Any, what: str, o: Located) -> dict[str, str]:
     for k, v in value.items():
         if not isinstance(k, str):
             raise InputError(f"{what}: key {k!r} is not a string", file=o.source, line=o.line)
-        out[k] = v if isinstance(v, str) else json.dumps(v) if not isinstance(v, (int, float)) else str(v)
+        out[k] = (
+            v
+            if isinstance(v, str)
+            else json.dumps(v)
+            if not isinstance(v, (int, float))
+            else str(v)
+        )
     return dict(sorted(out.items()))
 
 
@@ -115,22 +121,35 @@ def detect_platform(dump: Dump) -> Platform:
     """The platform, from node providerIDs, the server version and the CNI's DaemonSets."""
     git = str(_map(dump.server_version).get("gitVersion") or "")
     providers = sorted(
-        {str(_map(n.obj.get("spec")).get("providerID") or "").split(":", 1)[0] for n in dump.of("Node")}
+        {
+            str(_map(n.obj.get("spec")).get("providerID") or "").split(":", 1)[0]
+            for n in dump.of("Node")
+        }
         - {""}
     )
     cilium = _cilium_config(dump) is not None or _daemonset(dump, "cilium", "anetd") is not None
     mode = _cilium_mode(dump)
     if "kind" in providers:
-        prior = "kind" if not cilium else ("cilium-always" if mode == "always" else "cilium-default")
+        prior = (
+            "kind" if not cilium else ("cilium-always" if mode == "always" else "cilium-default")
+        )
         return Platform("kind", "node providerID kind://", prior)
     if "-eks-" in git or "aws" in providers:
-        return Platform("eks", "eks server version" if "-eks-" in git else "providerID aws://", "eks-vpc-cni")
+        return Platform(
+            "eks", "eks server version" if "-eks-" in git else "providerID aws://", "eks-vpc-cni"
+        )
     if "-gke." in git or "gce" in providers:
-        return Platform("gke", "gke server version" if "-gke." in git else "providerID gce://", "gke-dataplane-v2")
+        return Platform(
+            "gke",
+            "gke server version" if "-gke." in git else "providerID gce://",
+            "gke-dataplane-v2",
+        )
     if "azure" in providers:
         return Platform("aks", "providerID azure://", "aks-cilium")
     if "+k3s" in git or "k3s" in providers:
-        return Platform("k3s", "k3s server version" if "+k3s" in git else "providerID k3s://", "k3s")
+        return Platform(
+            "k3s", "k3s server version" if "+k3s" in git else "providerID k3s://", "k3s"
+        )
     return Platform("", "", None)
 
 
@@ -166,7 +185,9 @@ def _version(draft: Draft, dump: Dump) -> None:
             " for the API server's own"
         )
         return
-    draft.put(("kubernetesVersion",), "1.31.0", "UNKNOWN: no version dump and no Node; helmsim default")
+    draft.put(
+        ("kubernetesVersion",), "1.31.0", "UNKNOWN: no version dump and no Node; helmsim default"
+    )
     draft.warn("kubernetesVersion is unknown (helmsim's default 1.31.0): add version.json")
 
 
@@ -187,7 +208,11 @@ def _apis(draft: Draft, dump: Dump) -> None:
                 file=o.source,
                 line=o.line,
             )
-        conds = {c.get("type"): c.get("status") for c in _list(_map(o.obj.get("status")).get("conditions")) if isinstance(c, Mapping)}
+        conds = {
+            c.get("type"): c.get("status")
+            for c in _list(_map(o.obj.get("status")).get("conditions"))
+            if isinstance(c, Mapping)
+        }
         if conds and conds.get("Established") != "True":
             skipped.append(f"{o.name} (not Established)")
             continue
@@ -203,7 +228,13 @@ def _apis(draft: Draft, dump: Dump) -> None:
             }
             if not entry["plural"]:
                 del entry["plural"]
-            crds.append(((group, kind, entry["version"]), entry, f"{o.cite()} spec.versions[{v.get('name')}] served"))
+            crds.append(
+                (
+                    (group, kind, entry["version"]),
+                    entry,
+                    f"{o.cite()} spec.versions[{v.get('name')}] served",
+                )
+            )
     crds.sort(key=lambda c: c[0])
     if crds:
         draft.put(("crds",), [], "")
@@ -215,13 +246,23 @@ def _apis(draft: Draft, dump: Dump) -> None:
     local = 0
     for o in dump.of("APIService"):
         spec = _map(o.obj.get("spec"))
-        gv = f"{spec.get('group')}/{spec.get('version')}" if spec.get("group") else str(spec.get("version") or "")
+        gv = (
+            f"{spec.get('group')}/{spec.get('version')}"
+            if spec.get("group")
+            else str(spec.get("version") or "")
+        )
         if not spec.get("service"):
             local += 1  # served by kube-apiserver itself: a built-in group or a CRD's
             continue
-        conds = {c.get("type"): c.get("status") for c in _list(_map(o.obj.get("status")).get("conditions")) if isinstance(c, Mapping)}
+        conds = {
+            c.get("type"): c.get("status")
+            for c in _list(_map(o.obj.get("status")).get("conditions"))
+            if isinstance(c, Mapping)
+        }
         if conds.get("Available", "True") != "True":
-            draft.note_block(("apiVersions",), f"not imported: APIService {o.name} is not Available")
+            draft.note_block(
+                ("apiVersions",), f"not imported: APIService {o.name} is not Available"
+            )
             continue
         aggregated.append((gv, f"{o.cite()} (aggregated, Available)"))
     aggregated.sort()
@@ -282,18 +323,31 @@ def _cni(draft: Draft, dump: Dump, platform: Platform) -> None:
     aws = _daemonset(dump, "aws-node")
     if aws is not None:
         agent = next(
-            (c for c in _containers(aws) if "--enable-network-policy=true" in [str(a) for a in _list(c.get("args"))]),
+            (
+                c
+                for c in _containers(aws)
+                if "--enable-network-policy=true" in [str(a) for a in _list(c.get("args"))]
+            ),
             None,
         )
         vpc_cm = next((o for o in dump.of("ConfigMap") if o.name == "amazon-vpc-cni"), None)
-        controller = vpc_cm is not None and str(_map(vpc_cm.obj.get("data")).get("enable-network-policy-controller")) == "true"
+        controller = (
+            vpc_cm is not None
+            and str(_map(vpc_cm.obj.get("data")).get("enable-network-policy-controller")) == "true"
+        )
         if agent is not None:
             # aws/amazon-vpc-cni-k8s: the aws-eks-nodeagent container enforces NetworkPolicy when
             # started with --enable-network-policy=true (EKS user guide, cni-network-policy).
-            enforcers.append(f"VPC CNI network policy agent ({aws.cite()} container {agent.get('name')} --enable-network-policy=true)")
+            enforcers.append(
+                f"VPC CNI network policy agent ({aws.cite()} container {agent.get('name')} --enable-network-policy=true)"
+            )
         elif controller:
-            enforcers.append(f"VPC CNI network policy controller ({vpc_cm.cite() if vpc_cm else ''} enable-network-policy-controller: \"true\")")
-            draft.warn("amazon-vpc-cni enables the policy controller but no node agent with --enable-network-policy=true was seen")
+            enforcers.append(
+                f'VPC CNI network policy controller ({vpc_cm.cite() if vpc_cm else ""} enable-network-policy-controller: "true")'
+            )
+            draft.warn(
+                "amazon-vpc-cni enables the policy controller but no node agent with --enable-network-policy=true was seen"
+            )
         else:
             # charts/aws-vpc-cni/values.yaml enableNetworkPolicy defaults to "false".
             non_enforcing.append(f"VPC CNI without its network policy agent ({aws.cite()})")
@@ -303,27 +357,43 @@ def _cni(draft: Draft, dump: Dump, platform: Platform) -> None:
     if platform.name == "k3s" and not enforcers:
         k3s_args = _k3s_node_args(dump)
         if "--disable-network-policy" in k3s_args:
-            non_enforcing.append("k3s started with --disable-network-policy (node annotation k3s.io/node-args)")
+            non_enforcing.append(
+                "k3s started with --disable-network-policy (node annotation k3s.io/node-args)"
+            )
         else:
             # docs.k3s.io networking/basic-network-options: k3s embeds kube-router's network
             # policy controller unless the server runs with --disable-network-policy.
-            enforcers.append("k3s's embedded kube-router network policy controller (k3s server version; no --disable-network-policy in k3s.io/node-args)")
+            enforcers.append(
+                "k3s's embedded kube-router network policy controller (k3s server version; no --disable-network-policy in k3s.io/node-args)"
+            )
     kindnet = _daemonset(dump, "kindnet")
     if enforcers:
-        draft.put(("cni", "type"), "kubernetes", "NetworkPolicy enforced by " + "; ".join(enforcers))
+        draft.put(
+            ("cni", "type"), "kubernetes", "NetworkPolicy enforced by " + "; ".join(enforcers)
+        )
     elif non_enforcing:
-        draft.put(("cni", "type"), "none", "no NetworkPolicy enforcement: " + "; ".join(non_enforcing))
+        draft.put(
+            ("cni", "type"), "none", "no NetworkPolicy enforcement: " + "; ".join(non_enforcing)
+        )
     elif kindnet is not None:
         draft.put(
             ("cni", "type"),
             "kubernetes",
             f"UNVERIFIED: kindnet ({kindnet.cite()}) without kube-network-policies; assumed to enforce",
         )
-        draft.warn("kindnet without kube-network-policies: NetworkPolicy enforcement assumed, check your kind version")
+        draft.warn(
+            "kindnet without kube-network-policies: NetworkPolicy enforcement assumed, check your kind version"
+        )
     else:
-        draft.put(("cni", "type"), "kubernetes", "UNDETECTED: no known CNI DaemonSet; NetworkPolicy enforcement assumed")
-        draft.warn("no known CNI found (cilium, Calico, VPC CNI, kube-network-policies, flannel, k3s): "
-                   "cni.type kubernetes assumed (policies enforced); set it if wrong")
+        draft.put(
+            ("cni", "type"),
+            "kubernetes",
+            "UNDETECTED: no known CNI DaemonSet; NetworkPolicy enforcement assumed",
+        )
+        draft.warn(
+            "no known CNI found (cilium, Calico, VPC CNI, kube-network-policies, flannel, k3s): "
+            "cni.type kubernetes assumed (policies enforced); set it if wrong"
+        )
     draft.put(("cni", "policyEnforcementMode"), "default", "Cilium only; NetworkPolicy semantics")
 
 
@@ -333,7 +403,9 @@ def _cilium(draft: Draft, cm: Located | None, ds: Located | None) -> None:
     draft.put(("cni", "type"), "cilium", f"Cilium: {agent}" + (f"; {where}" if where else ""))
     data = _map(cm.obj.get("data")) if cm else {}
     if cm is None:
-        draft.warn("Cilium's DaemonSet without its cilium-config ConfigMap: policyEnforcementMode default assumed")
+        draft.warn(
+            "Cilium's DaemonSet without its cilium-config ConfigMap: policyEnforcementMode default assumed"
+        )
     mode = str(data.get("enable-policy") or "").lower()
     # cilium/cilium pkg/option/config.go EnablePolicy = "enable-policy": default | always | never.
     if mode in ("default", "always", "never"):
@@ -342,10 +414,14 @@ def _cilium(draft: Draft, cm: Located | None, ds: Located | None) -> None:
         draft.put(
             ("cni", "policyEnforcementMode"),
             "default",
-            f"{where}: no enable-policy key; the agent's default (pkg/option/config.go)" if cm else "ASSUMED default",
+            f"{where}: no enable-policy key; the agent's default (pkg/option/config.go)"
+            if cm
+            else "ASSUMED default",
         )
         if mode:
-            draft.warn(f"cilium-config enable-policy {mode!r} is not default/always/never; default assumed")
+            draft.warn(
+                f"cilium-config enable-policy {mode!r} is not default/always/never; default assumed"
+            )
     # cilium-cli utils/features: CIDRMatchNodes when policy-cidr-match-mode contains "nodes".
     cidr = str(data.get("policy-cidr-match-mode") or "")
     draft.put(
@@ -373,8 +449,10 @@ def _cilium(draft: Draft, cm: Located | None, ds: Located | None) -> None:
     for key, value in unmodelled:
         draft.note_block(("cni",), f"cilium-config {key}: {value!r} (recorded; no profile field)")
     if str(data.get("enable-k8s-networkpolicy", "true")).lower() == "false":
-        draft.warn("cilium-config enable-k8s-networkpolicy is false: Cilium ignores NetworkPolicy, "
-                   "which the profile cannot express (the simulator enforces it)")
+        draft.warn(
+            "cilium-config enable-k8s-networkpolicy is false: Cilium ignores NetworkPolicy, "
+            "which the profile cannot express (the simulator enforces it)"
+        )
 
 
 def _k3s_node_args(dump: Dump) -> list[str]:
@@ -422,17 +500,32 @@ def _storage(draft: Draft, dump: Dump) -> None:
         draft.put(("storageClasses", i), entry, o.cite())
         for key, note in (
             ("provisioner", "provisioner"),
-            ("volumeBindingMode", "volumeBindingMode" if obj.get("volumeBindingMode") else "unset: the API default"),
-            ("allowVolumeExpansion", "allowVolumeExpansion" if "allowVolumeExpansion" in obj else "unset: false"),
-            ("default", "annotation storageclass.kubernetes.io/is-default-class (or its beta form)"),
-            ("reclaimPolicy", "reclaimPolicy" if obj.get("reclaimPolicy") else "unset: the API default"),
+            (
+                "volumeBindingMode",
+                "volumeBindingMode" if obj.get("volumeBindingMode") else "unset: the API default",
+            ),
+            (
+                "allowVolumeExpansion",
+                "allowVolumeExpansion" if "allowVolumeExpansion" in obj else "unset: false",
+            ),
+            (
+                "default",
+                "annotation storageclass.kubernetes.io/is-default-class (or its beta form)",
+            ),
+            (
+                "reclaimPolicy",
+                "reclaimPolicy" if obj.get("reclaimPolicy") else "unset: the API default",
+            ),
             ("parameters", "parameters"),
         ):
             if key in entry and key != "name":
                 draft.notes[("storageClasses", i, key)] = note
         extra = [k for k in ("mountOptions", "allowedTopologies") if obj.get(k)]
         if extra:
-            draft.note_block(("storageClasses", i), f"{o.name}: {', '.join(extra)} recorded in the dump; no profile field")
+            draft.note_block(
+                ("storageClasses", i),
+                f"{o.name}: {', '.join(extra)} recorded in the dump; no profile field",
+            )
         if provisioner in drivers:
             spec = _map(drivers[provisioner].obj.get("spec"))
             # kubernetes/api storage/v1/types.go CSIDriverSpec: attachRequired defaults to true.
@@ -455,7 +548,9 @@ def _storage(draft: Draft, dump: Dump) -> None:
 def _nodes(draft: Draft, dump: Dump) -> None:
     nodes = sorted(dump.of("Node"), key=lambda o: o.name)
     if not nodes:
-        raise InputError("no Node in the dumps: a profile needs at least one (kubectl get nodes -o yaml)")
+        raise InputError(
+            "no Node in the dumps: a profile needs at least one (kubectl get nodes -o yaml)"
+        )
     draft.put(("nodes",), [], "")
     for i, o in enumerate(nodes):
         if not o.name:
@@ -468,7 +563,9 @@ def _nodes(draft: Draft, dump: Dump) -> None:
             entry["zone"] = zone
         addresses = [a for a in _list(status.get("addresses")) if isinstance(a, Mapping)]
         internal = [str(a.get("address")) for a in addresses if a.get("type") == "InternalIP"]
-        ip = next((a for a in internal if _is_ip(a, 4)), next((a for a in internal if _is_ip(a, 6)), None))
+        ip = next(
+            (a for a in internal if _is_ip(a, 4)), next((a for a in internal if _is_ip(a, 6)), None)
+        )
         if ip:
             entry["internalIP"] = ip
         if labels:
@@ -476,7 +573,9 @@ def _nodes(draft: Draft, dump: Dump) -> None:
         taints = []
         for t in _list(_map(o.obj.get("spec")).get("taints")):
             if not isinstance(t, Mapping) or not isinstance(t.get("key"), str):
-                raise InputError(f"Node {o.name}: a taint without a key", file=o.source, line=o.line)
+                raise InputError(
+                    f"Node {o.name}: a taint without a key", file=o.source, line=o.line
+                )
             taint = {"key": t["key"], "effect": str(t.get("effect") or "")}
             if t.get("value"):
                 taint = {"key": t["key"], "value": str(t["value"]), "effect": taint["effect"]}
@@ -497,9 +596,14 @@ def _nodes(draft: Draft, dump: Dump) -> None:
             draft.notes[("nodes", i, "taints")] = "spec.taints (timeAdded dropped)"
         if alloc:
             draft.notes[("nodes", i, "allocatable")] = "status.allocatable"
-        others = [f"{a.get('type')} {a.get('address')}" for a in addresses if str(a.get("address")) != ip]
+        others = [
+            f"{a.get('type')} {a.get('address')}" for a in addresses if str(a.get("address")) != ip
+        ]
         if others:
-            draft.note_block(("nodes", i), f"{o.name} other addresses: {', '.join(others)} (recorded; the profile keeps one InternalIP)")
+            draft.note_block(
+                ("nodes", i),
+                f"{o.name} other addresses: {', '.join(others)} (recorded; the profile keeps one InternalIP)",
+            )
 
 
 def _is_ip(text: str, version: int) -> bool:
@@ -513,7 +617,11 @@ def _is_ip(text: str, version: int) -> bool:
 
 
 def _latencies(draft: Draft, prior: ClusterProfile | None, label: str) -> None:
-    base = prior.to_data() if prior is not None else ClusterProfile(name="defaults", nodes=[{"name": "n"}]).to_data()  # type: ignore[list-item]
+    base = (
+        prior.to_data()
+        if prior is not None
+        else ClusterProfile(name="defaults", nodes=[{"name": "n"}]).to_data()
+    )  # type: ignore[list-item]
     how = (
         f"prior: profile {label} (UNVERIFIED, not measured; helmsim profiles calibrate)"
         if prior is not None
@@ -530,7 +638,9 @@ def _latencies(draft: Draft, prior: ClusterProfile | None, label: str) -> None:
         "kubeletBackoffInitialSeconds",
         "kubeletBackoffCapSeconds",
     ):
-        draft.put((key,), base[key], f"prior: profile {label}" if prior is not None else "helmsim default")
+        draft.put(
+            (key,), base[key], f"prior: profile {label}" if prior is not None else "helmsim default"
+        )
 
 
 # --- addressing ---------------------------------------------------------------------------------
@@ -547,7 +657,9 @@ def _kubeadm_networking(dump: Dump) -> tuple[Mapping[str, Any], str]:
         config = yaml.safe_load(text)
     except yaml.YAMLError:
         raise InputError(
-            "kubeadm-config data.ClusterConfiguration is not valid YAML", file=cm.source, line=cm.line
+            "kubeadm-config data.ClusterConfiguration is not valid YAML",
+            file=cm.source,
+            line=cm.line,
         ) from None
     return _map(_map(config).get("networking")), f"{cm.cite()} ClusterConfiguration.networking"
 
@@ -590,14 +702,22 @@ def _addressing(draft: Draft, dump: Dump, platform: Platform) -> None:
         if found:
             draft.put(("addressing", "clusterDomain"), found[0], found[1])
         else:
-            draft.put(("addressing", "clusterDomain"), "cluster.local", "ASSUMED: the kubelet's usual clusterDomain (no kubeadm-config or CoreDNS Corefile)")
+            draft.put(
+                ("addressing", "clusterDomain"),
+                "cluster.local",
+                "ASSUMED: the kubelet's usual clusterDomain (no kubeadm-config or CoreDNS Corefile)",
+            )
 
 
 def _cluster_ip(svc: Located | None) -> str:
     if svc is None:
         return ""
     ip = _map(svc.obj.get("spec")).get("clusterIP")
-    return ip if isinstance(ip, str) and _is_ip(ip, 4) or (isinstance(ip, str) and _is_ip(ip, 6)) else ""
+    return (
+        ip
+        if isinstance(ip, str) and _is_ip(ip, 4) or (isinstance(ip, str) and _is_ip(ip, 6))
+        else ""
+    )
 
 
 def _endpoint(draft: Draft, dump: Dump, api_svc: Located) -> None:
@@ -606,28 +726,45 @@ def _endpoint(draft: Draft, dump: Dump, api_svc: Located) -> None:
         if _map(_meta(o.obj).get("labels")).get("kubernetes.io/service-name") != "kubernetes":
             continue
         ports = [p for p in _list(o.obj.get("ports")) if isinstance(p, Mapping)]
-        port = next((p.get("port") for p in ports if p.get("name") == "https"), ports[0].get("port") if ports else None)
+        port = next(
+            (p.get("port") for p in ports if p.get("name") == "https"),
+            ports[0].get("port") if ports else None,
+        )
         for ep in _list(o.obj.get("endpoints")):
             for addr in _list(_map(ep).get("addresses")):
                 if isinstance(addr, str) and isinstance(port, int):
-                    addresses.append((addr, port, f"{o.cite()} endpoints[].addresses, ports[https]"))
+                    addresses.append(
+                        (addr, port, f"{o.cite()} endpoints[].addresses, ports[https]")
+                    )
     if not addresses:
         ep = dump.get("Endpoints", "default", "kubernetes")
         for subset in _list(_map(ep.obj if ep else {}).get("subsets")):
             ports = [p for p in _list(_map(subset).get("ports")) if isinstance(p, Mapping)]
-            port = next((p.get("port") for p in ports if p.get("name") == "https"), ports[0].get("port") if ports else None)
+            port = next(
+                (p.get("port") for p in ports if p.get("name") == "https"),
+                ports[0].get("port") if ports else None,
+            )
             for a in _list(_map(subset).get("addresses")):
                 ip = _map(a).get("ip")
                 if isinstance(ip, str) and isinstance(port, int) and ep is not None:
                     addresses.append((ip, port, f"{ep.cite()} subsets[].addresses, ports[https]"))
     if not addresses:
         port = next(
-            (p.get("targetPort") for p in _list(_map(api_svc.obj.get("spec")).get("ports")) if isinstance(p, Mapping)),
+            (
+                p.get("targetPort")
+                for p in _list(_map(api_svc.obj.get("spec")).get("ports"))
+                if isinstance(p, Mapping)
+            ),
             6443,
         )
-        draft.put(("addressing", "apiserverEndpoint"), f"172.18.0.2:{port if isinstance(port, int) else 6443}",
-                  "INFERRED: no EndpointSlice or Endpoints of default/kubernetes; host is kind's first address")
-        draft.warn("the apiserver's endpoints are not in the dumps (kubectl get endpointslices -n default -o yaml)")
+        draft.put(
+            ("addressing", "apiserverEndpoint"),
+            f"172.18.0.2:{port if isinstance(port, int) else 6443}",
+            "INFERRED: no EndpointSlice or Endpoints of default/kubernetes; host is kind's first address",
+        )
+        draft.warn(
+            "the apiserver's endpoints are not in the dumps (kubectl get endpointslices -n default -o yaml)"
+        )
         return
     host, port, note = addresses[0]
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -673,7 +810,11 @@ def _service_cidr(
         if net is not None and all(ip.version == net.version and ip in net for ip in needed):
             draft.put(path, str(net), note)
             if not dns_ip:
-                draft.put(("addressing", "kubeDNSClusterIP"), str(net.network_address + 10), "INFERRED: kubeadm's GetDNSIP (index 10 of the service subnet)")
+                draft.put(
+                    ("addressing", "kubeDNSClusterIP"),
+                    str(net.network_address + 10),
+                    "INFERRED: kubeadm's GetDNSIP (index 10 of the service subnet)",
+                )
             return
     api = ipaddress.ip_address(api_ip)
     dns = ipaddress.ip_address(dns_ip) if dns_ip else None
@@ -681,10 +822,20 @@ def _service_cidr(
     for prefix in (16, 20, 24, 12, 28) if api.version == 4 else (112, 108, 120, 64):
         net = ipaddress.ip_network(f"{api}/{prefix}", strict=False)
         if dns is None or dns in net:
-            draft.put(path, str(net), f"INFERRED: the /{prefix} around the apiserver ClusterIP {api} (no ServiceCIDR, kubeadm-config or kube-apiserver flag)")
-            draft.warn(f"serviceCIDR {net} is inferred: check it (kubectl get servicecidr -o yaml on 1.33+)")
+            draft.put(
+                path,
+                str(net),
+                f"INFERRED: the /{prefix} around the apiserver ClusterIP {api} (no ServiceCIDR, kubeadm-config or kube-apiserver flag)",
+            )
+            draft.warn(
+                f"serviceCIDR {net} is inferred: check it (kubectl get servicecidr -o yaml on 1.33+)"
+            )
             if dns is None:
-                draft.put(("addressing", "kubeDNSClusterIP"), str(net.network_address + 10), "INFERRED: kubeadm's GetDNSIP (index 10 of the service subnet)")
+                draft.put(
+                    ("addressing", "kubeDNSClusterIP"),
+                    str(net.network_address + 10),
+                    "INFERRED: kubeadm's GetDNSIP (index 10 of the service subnet)",
+                )
             return
     draft.put(path, f"{api}/{bits}", "INFERRED")
 
@@ -698,12 +849,17 @@ def _pod_cidr(
     if proxy is not None:
         conf = _map(proxy.obj.get("data")).get("config.conf")
         if isinstance(conf, str):
-            m = re.search(r"^clusterCIDR:\s*\"?([0-9a-fA-F.:/,]+)\"?\s*$", conf, re.M)
+            m = re.search(r"^clusterCIDR:\s*\"?([0-9a-fA-F.:/,]+)\"?\s*$", conf, re.MULTILINE)
             if m:
                 candidates.append((m.group(1), f"{proxy.cite()} config.conf clusterCIDR"))
     cm = _cilium_config(dump)
     if cm is not None:
-        candidates.append((_map(cm.obj.get("data")).get("cluster-pool-ipv4-cidr"), f"{cm.cite()} data.cluster-pool-ipv4-cidr"))
+        candidates.append(
+            (
+                _map(cm.obj.get("data")).get("cluster-pool-ipv4-cidr"),
+                f"{cm.cite()} data.cluster-pool-ipv4-cidr",
+            )
+        )
     flag = _flag(dump, "kube-controller-manager", "cluster-cidr")
     if flag:
         candidates.append(flag)
@@ -712,23 +868,30 @@ def _pod_cidr(
         if net is not None and net.version == 4:
             draft.put(path, str(net), note)
             return
-    node_cidrs = [
-        _network(_map(n.obj.get("spec")).get("podCIDR")) for n in dump.of("Node")
-    ]
+    node_cidrs = [_network(_map(n.obj.get("spec")).get("podCIDR")) for n in dump.of("Node")]
     nets = [n for n in node_cidrs if n is not None and n.version == 4]
     if nets:
         net = nets[0]
-        while not all(n.subnet_of(net) for n in nets):  # type: ignore[arg-type]
+        while not all(n.subnet_of(net) for n in nets):
             net = net.supernet()
-        net = net.supernet(new_prefix=min(net.prefixlen, 16))
+        if net.prefixlen > 16:
+            net = net.supernet(new_prefix=16)
         draft.put(path, str(net), "INFERRED: a supernet of the Nodes' spec.podCIDR")
         draft.warn(f"podCIDR {net} is inferred from the nodes' podCIDRs")
         return
-    ips = [ipaddress.ip_address(str(_map(draft.data.get("nodes", [{}])[i]).get("internalIP"))) for i in range(len(draft.data.get("nodes", []))) if _map(draft.data["nodes"][i]).get("internalIP")]
+    ips = [
+        ipaddress.ip_address(str(_map(draft.data.get("nodes", [{}])[i]).get("internalIP")))
+        for i in range(len(draft.data.get("nodes", [])))
+        if _map(draft.data["nodes"][i]).get("internalIP")
+    ]
     ips4 = [ip for ip in ips if ip.version == 4]
     if platform.name == "eks" and ips4:
         net = ipaddress.ip_network(f"{ips4[0]}/16", strict=False)
-        draft.put(path, str(net), "INFERRED: the VPC CNI gives pods addresses from the nodes' VPC subnets; the /16 around the first node")
+        draft.put(
+            path,
+            str(net),
+            "INFERRED: the VPC CNI gives pods addresses from the nodes' VPC subnets; the /16 around the first node",
+        )
         draft.warn(f"podCIDR {net} is inferred from the node addresses (VPC CNI)")
         return
     draft.put(path, "10.244.0.0/16", "ASSUMED: kind's default pod subnet (no source in the dumps)")
@@ -743,7 +906,7 @@ def _corefile_domain(dump: Dump) -> tuple[str, str] | None:
     if not isinstance(corefile, str):
         return None
     # coredns/coredns plugin/kubernetes: `kubernetes ZONES...`; the first zone is the cluster's.
-    m = re.search(r"^\s*kubernetes\s+([A-Za-z0-9.-]+)", corefile, re.M)
+    m = re.search(r"^\s*kubernetes\s+([A-Za-z0-9.-]+)", corefile, re.MULTILINE)
     if not m:
         return None
     return m.group(1).rstrip("."), f"{cm.cite()} Corefile kubernetes plugin zone"
@@ -769,14 +932,26 @@ def _policies(draft: Draft, dump: Dump) -> None:
         labels = _meta(o.obj).get("labels")
         if isinstance(labels, Mapping) and labels:
             meta["labels"] = dict(labels)
-        policy: dict[str, Any] = {"apiVersion": o.obj.get("apiVersion"), "kind": o.kind, "metadata": meta}
+        policy: dict[str, Any] = {
+            "apiVersion": o.obj.get("apiVersion"),
+            "kind": o.kind,
+            "metadata": meta,
+        }
         for key in ("spec", "specs"):
             if key in o.obj:
                 policy[key] = o.obj[key]
         taken.append((policy, o.cite()))
-    taken.sort(key=lambda p: (p[0]["kind"], p[0]["metadata"].get("namespace", ""), p[0]["metadata"]["name"]))
+    taken.sort(
+        key=lambda p: (
+            p[0]["kind"],
+            p[0]["metadata"].get("namespace", ""),
+            p[0]["metadata"]["name"],
+        )
+    )
     if taken:
-        draft.put(("clusterPolicies",), [], "the platform's policies: cluster-wide ones and kube-system's")
+        draft.put(
+            ("clusterPolicies",), [], "the platform's policies: cluster-wide ones and kube-system's"
+        )
         for i, (policy, note) in enumerate(taken):
             draft.put(("clusterPolicies", i), _plain(policy), note)
     if elsewhere:

@@ -78,7 +78,12 @@ def _wrapped_flow(value: Any, indent: str) -> list[str]:
 def render(draft: Draft) -> str:
     """The profile YAML text of ``draft``."""
     header = list(draft.header)
-    orphans = [line for path, lines in draft.blocks.items() if not _present(draft.data, path) for line in lines]
+    orphans = [
+        line
+        for path, lines in draft.blocks.items()
+        if not _present(draft.data, path)
+        for line in lines
+    ]
     if orphans:
         header += ["Also seen:", *(f"  {line}" for line in orphans)]
     out = [f"# {comment_text(line)}" if line else "#" for line in header]
@@ -123,7 +128,9 @@ def _entry(
     note: str | None,
 ) -> None:
     """``lead`` (``key:`` or ``- key:``) then ``value`` (at ``path``), ``note`` on its line."""
-    noted_items = isinstance(value, list) and any((*path, i) in draft.notes for i in range(len(value)))
+    noted_items = isinstance(value, list) and any(
+        (*path, i) in draft.notes for i in range(len(value))
+    )
     if _is_flow(value) and not noted_items:
         lines = _wrapped_flow(value, indent)
         lines[-1] += _comment(note)

@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from helmsim.cluster.profile import ClusterProfile, builtin_names, load_profile, profile_from_mapping
+from helmsim.cluster.profile import (
+    ClusterProfile,
+    builtin_names,
+    load_profile,
+    profile_from_mapping,
+)
 from helmsim.errors import InputError
 from helmsim.profiletools.detect import build_draft, detect_platform
 from helmsim.profiletools.draft import Draft
@@ -53,7 +58,9 @@ def import_profile(
     except InputError as err:
         # The objects passed every reader check but the profile they make does not validate:
         # a value the cluster allows and the profile schema does not (one line, exit 2).
-        raise InputError(f"the imported profile does not validate: {err.message}", file=origin) from None
+        raise InputError(
+            f"the imported profile does not validate: {err.message}", file=origin
+        ) from None
     return Imported(text, profile, draft, label)
 
 

@@ -33,7 +33,9 @@ class Read:
 READS: tuple[Read, ...] = (
     Read("/api/v1/nodes", required=True),
     Read("/api/v1/namespaces/default/services/kubernetes", required=True),
-    Read("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes"),
+    Read(
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes"
+    ),
     Read("/api/v1/namespaces/default/endpoints/kubernetes"),
     Read("/api/v1/namespaces/kube-system/services/kube-dns"),
     Read("/apis/storage.k8s.io/v1/storageclasses"),
@@ -70,28 +72,31 @@ def read_live(kubeconfig: Path | None, context: str | None) -> tuple[Dump, str]:
     )
     for ns in cilium_ns:
         _add(dump, client, f"/api/v1/namespaces/{ns}/configmaps/cilium-config", where, False)
-    if any(o.obj.get("spec", {}).get("group") == "cilium.io" for o in dump.of("CustomResourceDefinition")):
+    if any(
+        o.obj.get("spec", {}).get("group") == "cilium.io"
+        for o in dump.of("CustomResourceDefinition")
+    ):
         for path in CILIUM_READS:
             _add(dump, client, path, where, False)
     return dump, where
 
 
 def _client(kubeconfig: Path | None, context: str | None) -> tuple[Any, str]:
+    import yaml
     from kubernetes import client as kclient
     from kubernetes import config as kconfig
-    import yaml
     from kubernetes.config.config_exception import ConfigException
 
     label = str(kubeconfig) if kubeconfig else "the default kubeconfig"
     try:
-        contexts, current = kconfig.list_kube_config_contexts(
+        contexts, current = kconfig.list_kube_config_contexts(  # type: ignore[no-untyped-call]
             config_file=str(kubeconfig) if kubeconfig else None
         )
         name = context or (current or {}).get("name")
         if context and context not in [c.get("name") for c in contexts or []]:
             raise InputError(f"no context {context!r} in the kubeconfig", file=label)
         configuration = kclient.Configuration()
-        kconfig.load_kube_config(
+        kconfig.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=str(kubeconfig) if kubeconfig else None,
             context=context,
             client_configuration=configuration,
@@ -100,7 +105,13 @@ def _client(kubeconfig: Path | None, context: str | None) -> tuple[Any, str]:
     except InputError:
         raise
     except (
-        ConfigException, yaml.YAMLError, OSError, ValueError, TypeError, KeyError, AttributeError
+        ConfigException,
+        yaml.YAMLError,
+        OSError,
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
     ) as err:
         text = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"cannot load the kubeconfig: {text}", file=label) from None
@@ -140,7 +151,9 @@ def _request(client: Any, path: str) -> tuple[int, str, bytes]:
         method, url, headers, _, _ = client.param_serialize(
             "GET", path, header_params=headers, auth_settings=["BearerToken"]
         )
-        response = client.call_api(method, url, header_params=headers, _request_timeout=TIMEOUT_SECONDS)
+        response = client.call_api(
+            method, url, header_params=headers, _request_timeout=TIMEOUT_SECONDS
+        )
         response.read()
         return int(response.status), str(response.reason or ""), bytes(response.data or b"")
     data, status, _ = client.call_api(  # older clients raise ApiException on an error status
