@@ -233,3 +233,18 @@ def test_dumps_and_kubeconfig_are_exclusive(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not both" in result.stderr
     result = runner.invoke(app, ["profiles", "import"])
     assert result.exit_code == 2 and "give dump paths" in result.stderr
+
+
+def test_dump_limits_are_the_common_limit_flags(tmp_path: Path) -> None:
+    big = tmp_path / "nodes.yaml"
+    big.write_text((DATA / "kind" / "nodes.yaml").read_text())
+    two = tmp_path / "two.json"
+    two.write_text('{"kind": "List", "items": [{"kind": "ConfigMap"}, {"kind": "ConfigMap"}]}')
+    result = runner.invoke(app, ["profiles", "import", str(tmp_path), "--max-objects", "1"])
+    assert result.exit_code == 2
+    assert "2 objects in one file exceeds --max-objects 1" in result.stderr and "two.json" in result.stderr
+    two.unlink()
+    result = runner.invoke(app, ["profiles", "import", str(tmp_path), "--max-file-size", "1KiB"])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "exceeds --max-file-size 1 KiB" in lines[0] and "nodes.yaml" in lines[0]

@@ -617,11 +617,8 @@ def _is_ip(text: str, version: int) -> bool:
 
 
 def _latencies(draft: Draft, prior: ClusterProfile | None, label: str) -> None:
-    base = (
-        prior.to_data()
-        if prior is not None
-        else ClusterProfile(name="defaults", nodes=[{"name": "n"}]).to_data()
-    )  # type: ignore[list-item]
+    defaults = ClusterProfile.model_validate({"name": "defaults", "nodes": [{"name": "n"}]})
+    base = prior.to_data() if prior is not None else defaults.to_data()
     how = (
         f"prior: profile {label} (UNVERIFIED, not measured; helmsim profiles calibrate)"
         if prior is not None

@@ -3,8 +3,8 @@
 Accepted: single objects, multi-document YAML, ``kind: List`` (and ``*List``) with ``items``,
 and the output of ``kubectl version -o json|yaml`` (``serverVersion``). Every object keeps the
 file and line it came from, so the imported profile can cite it. Anything else is bad input: one
-line naming the file (and line), exit 2. Work is bounded by ``MAX_FILES``, ``MAX_FILE_BYTES`` and
-``MAX_OBJECTS``.
+line naming the file (and line), exit 2. Work is bounded: ``--max-file-size`` and
+``--max-objects`` per file (helmsim.limits), ``MAX_FILES`` files and ``MAX_OBJECTS`` in all.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helmsim import yamlio
+from helmsim import limits, yamlio
 from helmsim.errors import InputError
 
 MAX_FILES = 1000
-MAX_FILE_BYTES = 64 * 1024 * 1024
-MAX_OBJECTS = 200_000
+MAX_OBJECTS = 1_000_000  # over all files; one file is bounded by --max-objects
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -110,20 +109,8 @@ def read_dumps(paths: Iterable[Path]) -> Dump:
 
 
 def read_file_into(dump: Dump, path: Path) -> None:
-    """Add the objects of one dump file to ``dump``."""
-    source = str(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(
-                f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB (limit MAX_FILE_BYTES)",
-                file=source,
-            )
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or err
-        raise InputError(f"cannot read dump: {reason}", file=source) from None
-    add_text(dump, text, source)
+    """Add the objects of one dump file to ``dump`` (UTF-8, at most ``--max-file-size``)."""
+    add_text(dump, yamlio.read_text(path, "dump"), str(path))
 
 
 def add_text(dump: Dump, text: str, source: str) -> None:
@@ -155,6 +142,7 @@ def add_text(dump: Dump, text: str, source: str) -> None:
                 raise InputError("items of a List is not a list", file=source, line=doc.line)
             # An API list response (kubectl get --raw) names the kind on the list only.
             item_kind = kind[: -len("List")] if kind != "List" else ""
+            limits.check("max_objects", len(items), "objects in one file", file=source, line=doc.line)
             for i, item in enumerate(items):
                 if item_kind and isinstance(item, Mapping) and "kind" not in item:
                     item = {"kind": item_kind, "apiVersion": value.get("apiVersion"), **item}
