@@ -3,7 +3,10 @@
 One SimPy process per pod and per app container. What a container does when it runs comes from
 the behaviour model (:mod:`helmsim.cluster.behaviour`); its connections go through the network
 state (:mod:`helmsim.cluster.netstate`). Status is written the way ``kubectl get pod -o yaml``
-shows it: phase, conditions with lastTransitionTime, container states, restartCount.
+shows it: phase, conditions with lastTransitionTime, container states, restartCount. The Secrets
+and ConfigMaps a pod references (:mod:`helmsim.cluster.podrefs`) gate it as they gate the real
+kubelet: volumes before the sandbox (FailedMount, ContainerCreating), environment before each
+container start (CreateContainerConfigError), pull secrets as a warning.
 
 Not modelled: liveness probes (they always pass), serialized image pulls, the pod worker's
 resync period (a restart happens exactly when its back-off expires), ephemeral and sidecar
@@ -21,7 +24,7 @@ from typing import Any
 
 import simpy
 
-from helmsim.cluster import running
+from helmsim.cluster import podrefs, running
 from helmsim.cluster.behaviour import (
     BehaviourContext,
     ContainerModel,
@@ -44,6 +47,18 @@ EXIT_SIGKILL = 137
 # kubernetes pkg/kubelet/status/status_manager.go: syncPeriod = 10 s, the status manager's retry
 # of pod status updates that failed.
 STATUS_SYNC_PERIOD = 10.0
+# kubernetes pkg/kubelet/kubelet.go backOffPeriod = 10 s: a pod sync that failed (a container
+# whose config could not be generated) is requeued after it (pod_workers.go completeWork; the
+# real requeue adds up to 50 % jitter, not modelled).
+POD_SYNC_BACKOFF = 10.0
+# kubernetes pkg/kubelet/volumemanager/volume_manager.go: WaitForAttachAndMount polls every
+# 300 ms for at most 2m3s, then the pod sync fails and is requeued.
+MOUNT_POLL_INTERVAL = 0.3
+MOUNT_WAIT_TIMEOUT = 123.0
+# kubernetes pkg/util/goroutinemap/exponentialbackoff/exponential_backoff.go: a failed mount
+# operation is retried after 500 ms, doubling to 2m2s.
+MOUNT_RETRY_INITIAL = 0.5
+MOUNT_RETRY_CAP = 122.0
 
 Key = tuple[str, str]
 
@@ -507,7 +522,8 @@ class PodRuntime:
             self.started_at = self.sim.now
             self._cond("PodReadyToStartContainers", False)
             self.push(f"accepted by the kubelet on {self.node}", self.cause)
-            cause = self.cause
+            cause = yield from self._wait_for_mounts(self.cause)
+            self._warn_pull_secrets(cause)
             if self.k.net.cni.type == "cilium":
                 # cilium plugins/cilium-cni cmd/cmd.go cmdAdd: the CNI ADD waits for the endpoint's
                 # first regeneration (SyncBuildEndpoint) with the policies the agent knows now.
@@ -591,6 +607,7 @@ class PodRuntime:
         assert self.model is not None
         model = self.model.container(name)
         yield from self._pull(c, st, cause)
+        yield from self._until_config(c, st, cause)
         yield self.sim.sleep(self.sim.latency("container_start"))
         run = self.runs[name]
         self.runs[name] = run + 1
@@ -632,6 +649,109 @@ class PodRuntime:
         )
         self.push(f"container {name} exited with code {code}", done)
         return code
+
+    # --- references: volumes, environment, pull secrets --------------------------------------------
+    def _lookup(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        obj = self.store.get(kind, namespace, name)
+        return None if obj is None or obj["metadata"].get("deletionTimestamp") else obj
+
+    def _wait_for_mounts(self, cause: int | None) -> Generator[Any, Any, int | None]:
+        """Set the pod's Secret/ConfigMap/projected volumes up before its sandbox exists.
+
+        kubernetes pkg/kubelet/kubelet.go SyncPod waits in volumemanager WaitForAttachAndMount
+        (polled every 300 ms, 2m3s at most) while the volume reconciler retries each failed
+        SetUp on its exponential back-off (500 ms doubling to 2m2s), recording
+        ``FailedMount`` "MountVolume.SetUp failed for volume …" each time
+        (pkg/volume/util/operationexecutor/operation_generator.go GenerateMountVolumeFunc). A
+        wait that times out fails the sync ("unmounted volumes=[…]": since 1.28 only logged, no
+        event) and the pod worker retries 10 s later. The pod stays Pending, its containers
+        ContainerCreating, until every volume mounts. Pods whose volumes all resolve at once go
+        straight on (the real 300 ms poll tick is not added to them).
+        """
+        failing = podrefs.mount_errors(self._live_or_spec(), self._lookup)
+        if not failing:
+            return cause
+        retry_at = dict.fromkeys(failing, self.sim.now)
+        delay: dict[str, float] = {}
+        window_start = self.sim.now
+        last = cause
+        while retry_at:
+            for vol in sorted(v for v, t in retry_at.items() if t <= self.sim.now + 1e-9):
+                err = podrefs.mount_errors(self._live_or_spec(), self._lookup).get(vol)
+                if err is None:
+                    del retry_at[vol]
+                    last = self.log("volume-mounted", f"volume {vol} set up", last, volume=vol)
+                    continue
+                first = vol not in delay
+                wait = MOUNT_RETRY_INITIAL if first else min(delay[vol] * 2, MOUNT_RETRY_CAP)
+                delay[vol] = wait
+                retry_at[vol] = self.sim.now + wait
+                last = self.event(
+                    "Warning", "FailedMount", f'MountVolume.SetUp failed for volume "{vol}" : {err}', cause
+                )
+                if first:
+                    self.push(f"volume {vol} cannot be set up: {err}", last)
+            if not retry_at:
+                break
+            window_end = window_start + MOUNT_WAIT_TIMEOUT
+            nxt = min(retry_at.values())
+            if window_end < nxt:
+                yield self.sim.sleep(window_end - self.sim.now)
+                unmounted = " ".join(sorted(retry_at))
+                self.log(
+                    "sync-failed",
+                    f"Error syncing pod, skipping: unmounted volumes=[{unmounted}], unattached "
+                    "volumes=[], failed to process volumes=[]: context deadline exceeded",
+                    last,
+                )
+                window_start = self.sim.now + POD_SYNC_BACKOFF
+                continue
+            yield self.sim.sleep(nxt - self.sim.now)
+        # the pod worker sees the mounts at its next poll, or at the start of its next sync
+        if self.sim.now < window_start:
+            yield self.sim.sleep(window_start - self.sim.now)
+        else:
+            ticks = math.ceil((self.sim.now - window_start) / MOUNT_POLL_INTERVAL - 1e-9)
+            yield self.sim.sleep(window_start + ticks * MOUNT_POLL_INTERVAL - self.sim.now)
+        return last
+
+    def _live_or_spec(self) -> Mapping[str, Any]:
+        return self.store.get("Pod", *self.key) or {
+            "metadata": {"namespace": self.key[0], "name": self.key[1]},
+            "spec": self.spec,
+        }
+
+    def _warn_pull_secrets(self, cause: int | None) -> None:
+        """kubelet_pods.go getPullSecretsForPod: a missing pull secret is a warning; the pull goes on."""
+        missing = podrefs.missing_pull_secrets(self._live_or_spec(), self._lookup)
+        if missing:
+            self.event(
+                "Warning", "FailedToRetrieveImagePullSecret", podrefs.pull_secrets_message(missing), cause
+            )
+
+    def _until_config(
+        self, c: Mapping[str, Any], st: dict[str, Any], cause: int | None
+    ) -> Generator[Any, Any, None]:
+        """Wait until the container's environment can be built (after its image is present).
+
+        kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go startContainer:
+        generateContainerConfig fails → event ``Failed`` "Error: <err>", the container waits
+        with reason ``CreateContainerConfigError``; the pod sync is retried after
+        :data:`POD_SYNC_BACKOFF`, pulling again as its pull policy says.
+        """
+        name = str(c.get("name"))
+        shown = None
+        while True:
+            err = podrefs.env_error(c, self.key[0], self._lookup)
+            if err is None or self.stopped:
+                return
+            st["state"] = {"waiting": {"reason": "CreateContainerConfigError", "message": err}}
+            ev = self.event("Warning", "Failed", f"Error: {err}", cause)
+            if err != shown:
+                shown = err
+                self.push(f"container {name}: CreateContainerConfigError: {err}", ev)
+            yield self.sim.sleep(POD_SYNC_BACKOFF)
+            yield from self._pull(c, st, cause)
 
     def _pull(
         self, c: Mapping[str, Any], st: dict[str, Any], cause: int | None
