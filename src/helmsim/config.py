@@ -97,15 +97,64 @@ class Config(BaseModel):
         return None
 
 
-def discover(start: str | Path) -> Path | None:
-    """The nearest ``.helmsim.yaml`` in ``start`` (a directory, or a file's directory) or above."""
+def repository_root(start: str | Path) -> Path | None:
+    """The git work tree holding ``start``: the nearest directory at or above it with a ``.git``
+    entry (a directory, or the file a worktree or submodule has), else ``None``."""
     p = Path(start).resolve()
     here = p if p.is_dir() else p.parent
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def discover(start: str | Path, *, cwd: str | Path | None = None) -> Path | None:
+    """The nearest ``.helmsim.yaml`` in ``start`` (a directory, or a file's directory) or above,
+    never above the repository root (docs/security.md#the-config-file).
+
+    Inside a git work tree the search stops at its root, so a ``.helmsim.yaml`` in a parent
+    directory (``/tmp``, a home directory) never applies. Outside any repository it stops at the
+    current directory when ``start`` is inside it, else ``start``'s own directory is the only
+    one searched.
+    """
+    p = Path(start).resolve()
+    here = p if p.is_dir() else p.parent
+    top = repository_root(here)
+    if top is None:
+        work = Path(cwd if cwd is not None else Path.cwd()).resolve()
+        top = work if here == work or work in here.parents else here
     for d in (here, *here.parents):
         candidate = d / CONFIG_NAME
         if candidate.is_file():
             return candidate
+        if d == top:
+            break
     return None
+
+
+def config_name(source: str | None) -> str:
+    """The config file in effect as a report names it: its path (relative to the current
+    directory when inside it), or ``no config file``."""
+    return display_path(source) if source else "no config file"
+
+
+def config_file(source: str | None) -> str | None:
+    """The ``configFile`` of a JSON report: the config's path, ``None`` (null) for none."""
+    return display_path(source) if source else None
+
+
+def describe(source: str | None) -> str:
+    """``config: PATH`` or ``config: no config file``: the header line every report carries."""
+    return f"config: {config_name(source)}"
+
+
+def display_path(source: str) -> str:
+    """``source`` relative to the current directory when inside it, else as it is."""
+    p = Path(source)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(p)
 
 
 def load_config(path: str | Path) -> Config:

@@ -109,6 +109,25 @@ def test_a_bad_values_file_is_named_with_its_line_not_as_the_chart(tmp_path, cap
     assert one_error(code, err).startswith(f"error: {values}:3: value limits.cpu: +Inf cannot be converted to JSON")
 
 
+def test_a_values_file_that_is_not_yaml_is_named_with_its_line(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    c = chart(tmp_path, "c", {"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"})
+    values = tmp_path / "values-prod.yaml"
+    values.write_text("replicas: 2\nimage:\n  tag: [1, 2\n")
+    code, _, err = run(capsys, monkeypatch, "plan", c, "-f", values)
+    assert one_error(code, err).startswith(f"error: {values}:")
+    assert str(c) not in err.replace(str(values), "")  # the values file is named, not the chart
+
+
+def test_keys_1_and_true_are_two_keys_in_a_manifest(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 12: they were reported as duplicates (go-yaml makes them the JSON keys "1", "true")."""
+    f = tmp_path / "cm.yaml"
+    f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  1: one\n  true: yes\n")
+    code, out, err = run(capsys, monkeypatch, "plan", f)
+    assert (code, err) == (0, "") and "ConfigMap" in out
+    f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  1: one\n  '1': uno\n")
+    assert "duplicate" in one_error(*run(capsys, monkeypatch, "plan", f)[::2])
+
+
 # --- budgets --------------------------------------------------------------------------------------
 
 

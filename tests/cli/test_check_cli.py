@@ -251,6 +251,7 @@ def test_ignore_annotation_suppresses_a_finding() -> None:
 def _chart_with_config(tmp_path: Path, config: str) -> Path:
     chart = tmp_path / "repo" / "chart"
     shutil.copytree(FIX / "rules" / "HS102" / "failing", chart)
+    (tmp_path / "repo" / ".git").mkdir()  # discovery stops at the repository root
     (tmp_path / "repo" / ".helmsim.yaml").write_text(config, encoding="utf-8")
     return chart
 

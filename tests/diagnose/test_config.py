@@ -6,18 +6,61 @@ from pathlib import Path
 
 import pytest
 
-from helmsim.config import Config, config_for, discover, load_config
+from helmsim.config import Config, config_file, config_for, describe, discover, load_config
 from helmsim.errors import InputError
 
 
 def test_discovered_from_the_chart_upward(tmp_path: Path) -> None:
     chart = tmp_path / "a" / "b" / "chart"
     chart.mkdir(parents=True)
+    (tmp_path / "a" / ".git").mkdir()
     assert discover(chart) is None
     (tmp_path / "a" / ".helmsim.yaml").write_text("profiles: [kind]\n")
     assert discover(chart) == (tmp_path / "a" / ".helmsim.yaml").resolve()
     (chart / ".helmsim.yaml").write_text("profiles: [eks-gp3]\n")
     assert config_for(str(chart)).profiles == ("eks-gp3",)  # the nearest wins
+
+
+@pytest.mark.parametrize("marker", ["dir", "file"])
+def test_discovery_stops_at_the_repository_root(tmp_path: Path, marker: str) -> None:
+    """Issue 12: a .helmsim.yaml in /tmp above a repository changed check's verdict."""
+    (tmp_path / ".helmsim.yaml").write_text("failOn: never\n")  # planted above the repository
+    repo = tmp_path / "repo"
+    chart = repo / "charts" / "app"
+    chart.mkdir(parents=True)
+    if marker == "dir":
+        (repo / ".git").mkdir()
+    else:  # a worktree or submodule: .git is a file naming the git dir
+        (repo / ".git").write_text("gitdir: /elsewhere/.git/worktrees/repo\n")
+    assert discover(chart) is None and discover(repo / "charts" / "app" / "Chart.yaml") is None
+    assert config_for(str(chart)).fail_on is None
+    (repo / ".helmsim.yaml").write_text("profiles: [kind]\n")
+    assert discover(chart) == (repo / ".helmsim.yaml").resolve()  # the root itself is searched
+
+
+def test_outside_a_repository_discovery_stops_at_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / ".helmsim.yaml").write_text("failOn: never\n")
+    project = tmp_path / "project"
+    chart = project / "charts" / "app"
+    chart.mkdir(parents=True)
+    assert discover(chart, cwd=project) is None  # above the current directory: never
+    assert discover(chart, cwd=tmp_path) == (tmp_path / ".helmsim.yaml").resolve()
+    (project / ".helmsim.yaml").write_text("profiles: [kind]\n")
+    assert discover(chart, cwd=project) == (project / ".helmsim.yaml").resolve()
+    # a chart outside the current directory: only its own directory is searched
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    assert discover(chart, cwd=elsewhere) is None
+    (chart / ".helmsim.yaml").write_text("profiles: [eks-gp3]\n")
+    assert discover(chart, cwd=elsewhere) == (chart / ".helmsim.yaml").resolve()
+
+
+def test_reports_name_the_config_plainly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    assert describe(None) == "config: no config file" and config_file(None) is None
+    assert describe(str(tmp_path / "sub" / ".helmsim.yaml")) == "config: sub/.helmsim.yaml"
+    assert describe("/elsewhere/.helmsim.yaml") == "config: /elsewhere/.helmsim.yaml"
 
 
 def test_empty_file_is_the_default(tmp_path: Path) -> None:

@@ -43,7 +43,8 @@ def test_each_rehearsal_is_what_check_reports(matrix: Path, local_json: str) -> 
     )
     assert code == 1
     alone = json.loads(out)
-    for key in ("schemaVersion", "tool", "failOn"):
+    assert alone["configFile"] == doc["configFile"] == ".helmsim.yaml"  # named once, at the top
+    for key in ("schemaVersion", "tool", "failOn", "configFile"):
         alone.pop(key)
     cell = doc["rehearsals"][1]
     assert {k: v for k, v in cell.items() if k not in ("rehearsal", "name", "target", "values")} == alone

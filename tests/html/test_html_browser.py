@@ -65,6 +65,8 @@ def test_opens_offline_without_errors_and_lays_the_race_out_in_order(page: Brows
     requests = [e["params"]["request"]["url"] for e in page.events if e["method"] == "Network.requestWillBeSent"]
     assert all(u.startswith("file://") for u in requests), requests
     assert not [e for e in page.events if e["method"] == "Runtime.exceptionThrown"]
+    # the stylesheet ran under its CSP hash (h1 is 1.3rem, not the browser's 2em)
+    assert page.eval("parseFloat(getComputedStyle(document.querySelector('h1')).fontSize)") < 24
     box = page.eval(
         "(() => { const q = s => document.querySelector(s).getBoundingClientRect();"
         f" const job = q('li.lane[data-obj^={_js(JOB)}]');"

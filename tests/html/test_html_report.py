@@ -236,7 +236,8 @@ def test_cli_writes_the_html_file(tmp_path: Path) -> None:
     out = tmp_path / "t.html"
     result = runner.invoke(app, ["simulate", *SEED1_ARGS, "--profile", str(RACE_PROFILE), "--format", "html", "--output", str(out)])
     assert result.exit_code == 0, result.output
-    assert out.read_text(encoding="utf-8") == render_html(run("seed1-migrate-race", str(RACE_PROFILE)))
+    expected = render_html(run("seed1-migrate-race", str(RACE_PROFILE)), config="config: no config file")
+    assert out.read_text(encoding="utf-8") == expected
 
 
 def test_cli_html_to_stdout_with_dash_and_exit_code_1_when_not_ready() -> None:

@@ -14,7 +14,7 @@ from helmsim.cli.app import command, console, emit
 from helmsim.release_inputs import build_inputs
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
-from helmsim.config import config_for
+from helmsim.config import config_for, describe
 from helmsim.diagnose.check import CheckOptions, CheckReport, run_check
 from helmsim.diagnose.sampling import SamplingOptions
 from helmsim.errors import InputError
@@ -262,7 +262,9 @@ def html_report(report: CheckReport) -> str:
         if report.sampling is not None
         else []
     )
-    return render_html(runs, title="helmsim check", findings=findings, distributions=dists)
+    return render_html(
+        runs, title="helmsim check", findings=findings, distributions=dists, config=describe(report.config)
+    )
 
 
 def _repo_root(target: str) -> Path:

@@ -15,7 +15,7 @@ from helmsim.cli import options
 from helmsim.cli.app import command, console, emit
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
-from helmsim.config import config_for
+from helmsim.config import config_file, config_for, describe
 from helmsim.errors import InputError
 from helmsim.release_inputs import build_inputs  # noqa: F401 - re-exported for callers
 from helmsim.report import simulate as report
@@ -113,9 +113,10 @@ def simulate_cmd(
         upgrade_from_set=upgrade_from_set or [],
     )
     # .helmsim.yaml's behaviour catalog applies to simulate as to check (docs/behaviour.md)
-    releases = with_catalog(releases, config_for(target).catalog)
+    cfg = config_for(target)
+    releases = with_catalog(releases, cfg.catalog)
     if runs >= 2:
-        _monte_carlo(prof, releases, runs, seed, options.backend(backend, ray_address), fmt, output, horizon, unmapped_ready_after)
+        _monte_carlo(prof, releases, runs, seed, options.backend(backend, ray_address), fmt, output, horizon, unmapped_ready_after, cfg.source)
         return
     result = simulate(
         prof,
@@ -126,19 +127,19 @@ def simulate_cmd(
         unmapped_ready_after=_seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
     )
     if fmt is SimFormat.json:
-        emit(report.to_json(result), output)
+        emit(report.to_json(result, config=cfg.source), output)
     elif fmt is SimFormat.html:
         from helmsim.report.html import render_html
 
-        emit(render_html(result), output)
+        emit(render_html(result, config=describe(cfg.source)), output)
     elif output:
         import io
 
         buf = io.StringIO()
-        report.render_text(result, text_console(buf), full_timeline=full_timeline)
+        report.render_text(result, text_console(buf), full_timeline=full_timeline, config=cfg.source)
         emit(buf.getvalue(), output)
     else:
-        report.render_text(result, console, full_timeline=full_timeline)
+        report.render_text(result, console, full_timeline=full_timeline, config=cfg.source)
     if any(o.simulated and o.outcome != "Ready" for o in result.releases):
         raise typer.Exit(1)
 
@@ -153,6 +154,7 @@ def _monte_carlo(
     output: str | None,
     horizon: str | None,
     unmapped_ready_after: str | None,
+    config: str | None = None,
 ) -> None:
     """``--runs N``: each outcome's probability with its 95 % interval (helmsim.montecarlo).
 
@@ -175,16 +177,17 @@ def _monte_carlo(
                 findings=monte_carlo_findings(result, replay="the same command with --runs 1 --seed"),
                 distributions=outcome_distributions(result, nominal),
                 run_titles=[f"timeline with nominal latencies; histograms over {runs} runs with sampled latencies, seed {seed}"],
+                config=describe(config),
             ),
             output,
         )
     elif fmt is SimFormat.json:
-        emit(dump_json({"profile": prof.name, **result.to_dict()}), output)
+        emit(dump_json({"profile": prof.name, "configFile": config_file(config), **result.to_dict()}), output)
     else:
         text = montecarlo.render_text(
             result, title=f"Monte Carlo on profile {prof.name}", replay="the same command with --runs 1 --seed SEED"
         )
-        emit(safe_text(text), output)
+        emit(safe_text(f"{describe(config)}\n{text}"), output)
     if any(s.count and s.label.startswith("outcome ") and s.label != "outcome Ready" and "(not simulated)" not in s.group for s in result.stats):
         raise typer.Exit(1)
 

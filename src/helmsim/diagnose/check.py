@@ -64,6 +64,8 @@ class CheckReport:
     """The nominal simulation per profile (for the HTML timeline)."""
     sampling: Sampling | None = None
     """Outcome probabilities and race figures of the sampled runs (``--runs``)."""
+    config: str | None = None
+    """The ``.helmsim.yaml`` in effect (its path), ``None`` when there was none."""
 
     def at_or_above(self, level: str) -> list[Finding]:
         """Unsuppressed findings at or above ``level`` (``never``: none)."""
@@ -156,6 +158,7 @@ def run_check(
         notes=notes,
         runs={name: run.result for name, run in runs.items()},
         sampling=sampling,
+        config=config.source,
     )
 
 

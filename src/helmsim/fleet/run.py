@@ -90,6 +90,8 @@ class FleetReport:
     seed: int
     rehearsals: list[tuple[RehearsalSpec, CheckReport]]
     notes: list[str] = field(default_factory=list)
+    config: str | None = None
+    """The ``.helmsim.yaml`` in effect (its path), ``None`` when there was none."""
 
     def at_or_above(self, level: str) -> list[tuple[RehearsalSpec, Finding]]:
         """Unsuppressed findings at or above ``level`` in any rehearsal."""
@@ -121,6 +123,7 @@ def run_fleet(
         runs=sampling.runs if sampling is not None else 0,
         seed=sampling.seed if sampling is not None else 0,
         rehearsals=[(r.spec, rep) for r, rep in zip(rehearsals, reports, strict=True)],
+        config=config.source,
     )
 
 

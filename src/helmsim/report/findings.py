@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from helmsim import __version__
+from helmsim.config import config_file, describe
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Severity
 from helmsim.diagnose.sampling import SAMPLED, Sampling, pct
@@ -66,6 +67,7 @@ def to_data(report: CheckReport, *, fail_on: str) -> dict[str, Any]:
         "tool": {"name": "helmsim", "version": __version__},
         "failOn": fail_on,
         "passed": not failing,
+        "configFile": config_file(report.config),
         "profiles": list(report.profiles),
         "summary": {**counts, "suppressed": len(report.suppressed)},
         "releases": releases,
@@ -88,7 +90,7 @@ def fleet_to_data(fleet: FleetReport, *, fail_on: str) -> dict[str, Any]:
     rehearsals = []
     for spec, report in fleet.rehearsals:
         doc = to_data(report, fail_on=fail_on)
-        for key in ("schemaVersion", "tool", "failOn"):
+        for key in ("schemaVersion", "tool", "failOn", "configFile"):
             doc.pop(key)
         rehearsals.append(
             {
@@ -104,6 +106,7 @@ def fleet_to_data(fleet: FleetReport, *, fail_on: str) -> dict[str, Any]:
         "tool": {"name": "helmsim", "version": __version__},
         "failOn": fail_on,
         "passed": not failing,
+        "configFile": config_file(fleet.config),
         "fleet": {
             "profiles": list(fleet.profiles),
             "rehearsals": len(fleet.rehearsals),
@@ -127,6 +130,7 @@ def render_fleet_text(fleet: FleetReport, console: Console, *, fail_on: str) -> 
     if fleet.runs:
         head += f", {fleet.runs} sampled run{'s' if fleet.runs != 1 else ''} per profile, seed {fleet.seed}"
     console.print(head, markup=False)
+    console.print(describe(fleet.config), markup=False)
     console.print()
     table = _table("HELMRELEASE", fleet.profiles, lead=("REHEARSAL",))
     for spec, report in fleet.rehearsals:
@@ -175,7 +179,8 @@ def to_json(report: CheckReport, *, fail_on: str) -> str:
 # --- text ---------------------------------------------------------------------------------------------
 def render_text(report: CheckReport, console: Console, *, fail_on: str) -> None:
     """Summary table (release × profile: outcome and rule ids), the sampled distributions
-    (``--runs``), then every finding."""
+    (``--runs``), then every finding; the first line names the config file in effect."""
+    console.print(describe(report.config), markup=False)
     table = _table("HELMRELEASE", report.profiles)
     for ref in sorted(report.releases):
         table.add_row(ref, *(outcome_cell(report, ref, p) for p in report.profiles))

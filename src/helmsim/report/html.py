@@ -12,6 +12,8 @@ never an object's body, so Secret data cannot appear.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import math
 import re
@@ -675,10 +677,12 @@ def render_html(
     findings: Sequence[Finding | Mapping[str, Any]] = (),
     distributions: Sequence[OutcomeDistribution | Mapping[str, Any]] = (),
     run_titles: Sequence[str] = (),
+    config: str | None = None,
 ) -> str:
     """One self-contained HTML document for one or more runs (one per profile), with optional
     findings and Monte-Carlo outcome distributions. ``run_titles[i]`` heads run ``i`` (e.g. the
-    scenario it simulates). Same inputs → the same bytes."""
+    scenario it simulates); ``config`` is the header line naming the config file in effect
+    (``helmsim.config.describe``). Same inputs → the same bytes."""
     run_list = [runs] if isinstance(runs, SimulationResult) else list(runs)
     found = [Finding.coerce(f) for f in findings]
     dists = [OutcomeDistribution.coerce(d) for d in distributions]
@@ -709,7 +713,7 @@ def render_html(
     page_title = title or "helmsim rollout timeline: " + ", ".join(
         f"{', '.join(o.name for o in res.releases if o.simulated) or 'no release'} on {res.profile}" for res in run_list
     )
-    return _page(page_title, "".join(body), sorted(namespaces), sorted(kinds))
+    return _page(page_title, "".join(body), sorted(namespaces), sorted(kinds), config)
 
 
 def _with_id(f: Finding, i: int) -> Finding:
@@ -1074,7 +1078,15 @@ def _ready_histogram(times: list[float]) -> str:
     )
 
 
-def _page(title: str, body: str, namespaces: Sequence[str], kinds: Sequence[str]) -> str:
+def csp_hash(block: str) -> str:
+    """A CSP source expression allowing exactly this inline ``<script>``/``<style>`` text
+    (CSP Level 3 §8.4: base64 of the SHA-256 of the element's text, UTF-8)."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(block.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def _page(
+    title: str, body: str, namespaces: Sequence[str], kinds: Sequence[str], config: str | None = None
+) -> str:
     def boxes(name: str, values: Sequence[str]) -> str:
         return "".join(
             f'<label><input type="checkbox" name="{name}" value="{_e(v)}" checked> {_e(v)}</label>' for v in values
@@ -1091,16 +1103,23 @@ def _page(title: str, body: str, namespaces: Sequence[str], kinds: Sequence[str]
         f'<li><span class="mk legend-mk sev-{sev}" aria-hidden="true">{_GLYPH[sev]}</span> {_e(_SEVERITY_WORD[sev])}</li>'
         for sev in _SEVERITY
     )
+    style, script = _asset("timeline.css"), _asset("timeline.js")
+    # The page's one <style> and one <script> run by their hashes, nothing else inline; style
+    # attributes (lane positions) are allowed by style-src-attr: they cannot run code.
+    csp = (
+        f"default-src 'none'; style-src {csp_hash(style)}; style-src-attr 'unsafe-inline'; "
+        f"script-src {csp_hash(script)}; img-src data:; base-uri 'none'; form-action 'none'"
+    )
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{_e(title)}</title><style>{_asset('timeline.css')}</style></head>\n<body>"
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        f"<title>{_e(title)}</title><style>{style}</style></head>\n<body>"
         f'<a class="skip" href="#main">Skip to the timelines</a>'
         f"<header><h1>{_e(title)}</h1>"
-        '<form class="filters" aria-label="Filter lanes" onsubmit="return false">'
+        + (f'<p class="config">{_e(config)}</p>' if config else "")
+        + '<form class="filters" aria-label="Filter lanes">'
         f'<fieldset><legend>Namespace</legend>{boxes("ns", namespaces)}</fieldset>'
         f'<fieldset><legend>Kind</legend>{boxes("kind", kinds)}</fieldset>'
         '<p class="filter-status" aria-live="polite"></p></form>'
@@ -1109,7 +1128,7 @@ def _page(title: str, body: str, namespaces: Sequence[str], kinds: Sequence[str]
         "</details></header>"
         f'<main id="main">{body}</main>'
         '<div id="tip" role="tooltip" hidden></div>'
-        f"<script>{_asset('timeline.js')}</script></body></html>\n"
+        f"<script>{script}</script></body></html>\n"
     )
 
 

@@ -3,8 +3,9 @@
 A case fails when a finding at or above ``--fail-on`` holds for that release under that
 profile (``<failure type="HS103" message=…>`` with the chain in the body); lower findings go to
 ``<system-out>``; releases not simulated (no local chart) and without findings are skipped.
-With ``--runs`` each suite carries ``<properties>`` (``helmsim.monteCarlo.runs``/``.seed`` and
-``helmsim.monteCarlo.<release>.<outcome>`` = ``count/runs p % [lo, hi]``) and each case's
+Each suite's ``<properties>`` name the config file in effect (``helmsim.config``: its path,
+or ``no config file``); with ``--runs`` also ``helmsim.monteCarlo.runs``/``.seed`` and
+``helmsim.monteCarlo.<release>.<outcome>`` = ``count/runs p % [lo, hi]``, and each case's
 ``<system-out>`` the release's sampled outcome distribution under that profile.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
+from helmsim.config import config_name
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Occurrence, Severity
 from helmsim.diagnose.sampling import Sampling, stat_text
@@ -22,8 +24,12 @@ if TYPE_CHECKING:
     from helmsim.fleet.run import FleetReport
 
 
-def _properties(suite: ET.Element, sampling: Sampling, profile: str) -> None:
+def _properties(suite: ET.Element, report: CheckReport, profile: str) -> None:
     props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="helmsim.config", value=config_name(report.config))
+    sampling = report.sampling
+    if sampling is None:
+        return
     ET.SubElement(props, "property", name="helmsim.monteCarlo.runs", value=str(sampling.runs))
     ET.SubElement(props, "property", name="helmsim.monteCarlo.seed", value=str(sampling.seed))
     for d in sampling.distributions:
@@ -73,8 +79,7 @@ def _suite(
 ) -> None:
     floor = None if fail_on == "never" else Severity.parse(fail_on)
     suite = ET.SubElement(suites, "testsuite", name=name)
-    if report.sampling is not None:
-        _properties(suite, report.sampling, profile)
+    _properties(suite, report, profile)
     tests = failures = skipped = 0
     for ref in sorted(report.releases):
         o = report.outcomes.get((ref, profile))

@@ -132,7 +132,7 @@ def to_data(report: CheckReport, *, base: str | os.PathLike[str] = ".") -> dict[
     invocation: dict[str, Any] = {"profiles": report.profiles}
     if report.sampling is not None:
         invocation["monteCarlo"] = {"runs": report.sampling.runs, "seed": report.sampling.seed}
-    return _log([(None, report)], invocation, Path(base))
+    return _log([(None, report)], invocation, Path(base), report.config)
 
 
 def fleet_to_data(fleet: FleetReport, *, base: str | os.PathLike[str] = ".") -> dict[str, Any]:
@@ -144,7 +144,7 @@ def fleet_to_data(fleet: FleetReport, *, base: str | os.PathLike[str] = ".") -> 
     }
     if fleet.runs:
         invocation["monteCarlo"] = {"runs": fleet.runs, "seed": fleet.seed}
-    return _log([(spec.key, r) for spec, r in fleet.rehearsals], invocation, Path(base))
+    return _log([(spec.key, r) for spec, r in fleet.rehearsals], invocation, Path(base), fleet.config)
 
 
 def fleet_to_json(fleet: FleetReport, *, base: str | os.PathLike[str] = ".") -> str:
@@ -152,7 +152,10 @@ def fleet_to_json(fleet: FleetReport, *, base: str | os.PathLike[str] = ".") -> 
 
 
 def _log(
-    reports: list[tuple[str | None, CheckReport]], invocation: dict[str, Any], root: Path
+    reports: list[tuple[str | None, CheckReport]],
+    invocation: dict[str, Any],
+    root: Path,
+    config: str | None,
 ) -> dict[str, Any]:
     rules = all_rules()
     index = {r.id: i for i, r in enumerate(rules)}
@@ -160,6 +163,14 @@ def _log(
     for rehearsal, report in reports:
         findings = sorted([*report.findings, *report.suppressed], key=lambda f: f.sort_key)
         results += [_result(f, index, root, report.sampling, rehearsal) for f in findings]
+    # The config in effect: an artifact with SARIF's userSpecifiedConfiguration role (§3.24.6),
+    # and by name in the invocation's properties (null: no config file).
+    invocation = {**invocation, "configFile": None}
+    artifacts: list[dict[str, Any]] = []
+    if config:
+        where = _artifact(str(Path(config).resolve()), root)
+        invocation["configFile"] = where["uri"]
+        artifacts.append({"location": where, "roles": ["userSpecifiedConfiguration"]})
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -183,6 +194,7 @@ def _log(
                 },
                 "originalUriBaseIds": {SRCROOT: {"uri": root.resolve().as_uri() + "/"}},
                 "invocations": [{"executionSuccessful": True, "properties": invocation}],
+                **({"artifacts": artifacts} if artifacts else {}),
                 "results": results,
             }
         ],

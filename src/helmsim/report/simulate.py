@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from helmsim.cluster.trace import TraceEvent
+from helmsim.config import config_file, describe
 from helmsim.report.safe import dump_json, safe_text
 from helmsim.simulate import ReleaseOutcome, SimulationResult
 
@@ -73,10 +74,12 @@ def _failure(o: ReleaseOutcome) -> str:
     return str(o.conditions.get("Released", {}).get("message", ""))
 
 
-def to_json(result: SimulationResult) -> str:
-    """The documented JSON document (docs/simulate.md), indented, stable order."""
+def to_json(result: SimulationResult, *, config: str | None = None) -> str:
+    """The documented JSON document (docs/simulate.md), indented, stable order; ``configFile``
+    is the ``.helmsim.yaml`` in effect (``null``: none)."""
     doc = {
         "profile": result.profile,
+        "configFile": config_file(config),
         "endTime": round(result.end_time, 3),
         "upgradeStart": round(result.upgrade_start, 3),
         "releases": [
@@ -92,8 +95,11 @@ def to_json(result: SimulationResult) -> str:
 _STYLE = {"Ready": "green", "Stalled": "bold red", "Failed": "red", "Blocked": "yellow", "Progressing": "cyan"}
 
 
-def render_text(result: SimulationResult, console: Console, *, full_timeline: bool = False) -> None:
-    """Summary table, Helm history per simulated release, then the timeline."""
+def render_text(
+    result: SimulationResult, console: Console, *, full_timeline: bool = False, config: str | None = None
+) -> None:
+    """Summary table, Helm history per simulated release, then the timeline; the second line
+    names the config file in effect."""
     console.print(
         Text(
             f"Profile {result.profile} · simulated until t={result.end_time:g}s"
@@ -101,6 +107,7 @@ def render_text(result: SimulationResult, console: Console, *, full_timeline: bo
             style="bold",
         )
     )
+    console.print(describe(config), markup=False)
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("HELMRELEASE", "OUTCOME", "ATTEMPTS", "READY", "MESSAGE"):
         table.add_column(col, overflow="fold")

@@ -204,7 +204,11 @@
     Array.prototype.forEach.call(doc.querySelectorAll('.timeline'), resetRoving);
     if (isMarker(doc.activeElement) && !visible(doc.activeElement)) { hide(); }
   }
-  if (form) { form.addEventListener('change', applyFilters); }
+  if (form) {
+    form.addEventListener('change', applyFilters);
+    // Enter in the form must not submit it (no inline handler: the CSP allows only this script)
+    form.addEventListener('submit', function (e) { e.preventDefault(); });
+  }
 
   // --- links from findings and the event tables to markers and lanes ------------------------------
   function reveal(el) {
