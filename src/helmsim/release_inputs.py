@@ -5,11 +5,15 @@ Shared by ``simulate``, ``check``, ``diff --rehearse``, scenario files and the p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
+from helmsim import gitref
 from helmsim import render as rendering
 from helmsim.errors import InputError
 from helmsim.flux import inputs as flux_inputs
+from helmsim.flux import sources
 from helmsim.inputs import load_release
 from helmsim.simulate import ChartSource, ReleaseInput, values_from_refs
 
@@ -26,8 +30,13 @@ def build_inputs(
     upgrade_from: str | None,
     upgrade_from_values: list[str],
     upgrade_from_set: list[str],
+    repository_root: str | None = None,
 ) -> list[ReleaseInput]:
-    """Pair HelmReleases with charts from the command line (shared by simulate and check)."""
+    """Pair HelmReleases with charts from the command line (shared by simulate and check), each
+    chart resolved as Flux's sources would serve it (:func:`helmsim.flux.sources.resolve`);
+    GitRepository chart paths are read under ``repository_root`` (default: the git work tree
+    holding ``target``)."""
+    root = _root(repository_root, target)
     chart_map = flux_inputs.parse_chart_map(charts)
     user_values = rendering.load_values(values, sets)
     previous_values = rendering.load_values(upgrade_from_values, upgrade_from_set)
@@ -65,13 +74,21 @@ def build_inputs(
     for hr in hrs:
         path = chart_map.get(hr.chart_name) if hr.ref == main_ref else flux_inputs.chart_for(hr, chart_map)
         mine = hr.ref == main_ref or not is_chart
+        resolved = sources.resolve(hr, path, tree.objects, root)
+        path = resolved.path
         source = ChartSource(path, user_values if mine else {}, tuple(values) if mine else ()) if path else None
         prev = None
         if upgrade_from is not None and path is not None and (hr.ref == main_ref or main_ref is None):
             prev = ChartSource(upgrade_from, previous_values, tuple(upgrade_from_values))
         out.append(
             ReleaseInput(
-                hr, source, previous=prev, values_from=values_from_refs(hr, tree.objects), defaulted=defaulted
+                hr,
+                source,
+                previous=prev,
+                values_from=values_from_refs(hr, tree.objects),
+                defaulted=defaulted,
+                source_failure=resolved.failure,
+                notes=resolved.notes,
             )
         )
     used = {r.hr.chart_name for r in out} | {r.hr.name for r in out} | {r.hr.ref for r in out}
@@ -79,7 +96,7 @@ def build_inputs(
     if unused:
         known = ", ".join(sorted({r.hr.chart_name for r in out}))
         raise InputError(f"--chart {unused[0]}=…: no HelmRelease uses chart {unused[0]!r} (charts: {known})")
-    if not any(r.chart is not None for r in out):
+    if not any(r.chart is not None or r.source_failure is not None for r in out):
         known = ", ".join(sorted({r.hr.chart_name for r in out}))
         raise InputError(
             f"nothing to simulate: no HelmRelease is mapped to a local chart; map one with "
@@ -101,3 +118,23 @@ def _meta_chart_tree(
     rendered = load_release(target, opts)
     tree = flux_inputs.flux_tree_from_files(list(rendered.files), namespace=namespace)
     return tree if tree.helmreleases else None
+
+
+def _root(explicit: str | None, target: str) -> Callable[[], Path | None]:
+    """Where GitRepository chart paths are resolved: ``--repository-root``, else the top of the
+    git work tree holding ``target`` (None outside one), looked up once when first needed."""
+    if explicit is not None:
+        if not Path(explicit).is_dir():
+            raise InputError("--repository-root: not a directory", file=explicit)
+        return lambda: Path(explicit)
+
+    @cache
+    def top() -> Path | None:
+        here = Path(target) if Path(target).is_dir() else Path(target).parent
+        try:
+            return gitref.find_repo(here)[0].top
+        except InputError:
+            return None
+
+    return top
+

@@ -18,8 +18,9 @@ from helmsim.cluster.profile import ClusterProfile
 from helmsim.cluster.running import assumed_behaviours
 from helmsim.cluster.trace import Trace
 from helmsim.errors import InputError
-from helmsim.flux.helmrelease import HelmRelease
-from helmsim.flux.reconcile import Reconciler, ReleaseState
+from helmsim.flux.helmrelease import DEPENDENCY_REQUEUE, HelmRelease
+from helmsim.flux.reconcile import REQUEUE_MAX, REQUEUE_MIN, Reconciler, ReleaseState, unready_dependency
+from helmsim.flux.sources import SOURCE_NOT_READY, SourceFailure
 from helmsim.helm import actions
 from helmsim.helm.actions import ChartRelease, HelmContext
 from helmsim.helm.release import ReleaseStorage
@@ -61,6 +62,11 @@ class ReleaseInput:
     defaulted: bool = False
     """The HelmRelease is helmsim's default for a bare chart: the chart's render errors are then
     bad input (exit 2), as for ``helm template``; otherwise they fail this release alone."""
+    source_failure: SourceFailure | None = None
+    """Why Flux cannot get this release's chart (``helmsim.flux.sources.resolve``): the release
+    is then not simulated and stays not Ready with helm-controller's message."""
+    notes: tuple[str, ...] = ()
+    """What resolving the chart assumed, said once in the report."""
 
 
 @dataclass
@@ -329,7 +335,12 @@ def simulate(
         upgrade_start, prev_notes = _install_previous(sim, ctx, releases, previous, states, horizon)
         notes += prev_notes
         notes.append(f"the change is applied at t={upgrade_start:g}s")
+    known = frozenset(x.hr.ref for x in releases)
     for r in releases:
+        notes.extend(r.notes)
+        if r.source_failure is not None:
+            sim.process(_source_not_ready(sim, r.hr, states, r.source_failure, known))
+            continue
         if r.chart is None:
             sim.process(_unmapped(sim, r.hr, states, unmapped_ready_after))
             notes.append(
@@ -340,7 +351,7 @@ def simulate(
             continue
         chart = rendered[r.hr.ref]
         reconciler = Reconciler(
-            ctx, r.hr, lambda upgrade, c=chart: c, states, known=frozenset(x.hr.ref for x in releases)
+            ctx, r.hr, lambda upgrade, c=chart: c, states, known=known
         )
         sim.process(reconciler.run())
     _run_until_settled(sim, releases, states, upgrade_start + horizon)
@@ -455,36 +466,74 @@ def _install_previous(
 def _unmapped(sim: Simulation, hr: HelmRelease, states: dict[str, ReleaseState], after: float) -> Any:
     st = states.setdefault(hr.ref, ReleaseState())
     while True:
-        blocked = next((d for d in hr.dependencies() if not (states.get(d) and states[d].observed_ready)), None)
+        blocked = unready_dependency(hr, states)
         if blocked is None:
             break
-        st.set("Ready", "False", "DependencyNotReady", f"dependency '{blocked}' is not ready", sim.now)
-        yield sim.sleep(30.0)
+        st.set("Ready", "False", "DependencyNotReady", blocked, sim.now)
+        yield sim.sleep(DEPENDENCY_REQUEUE)
     yield sim.sleep(after)
     st.set("Ready", "True", "InstallSucceeded", f"not simulated: chart {hr.chart_name} is not mapped", sim.now)
     st.ready_at = sim.now
 
 
+def _source_not_ready(
+    sim: Simulation, hr: HelmRelease, states: dict[str, ReleaseState], failure: SourceFailure, known: frozenset[str]
+) -> Any:
+    """helm-controller for a HelmRelease whose chart source fails: dependencies first, then the
+    source's readiness (helmrelease_controller.go reconcileRelease), requeued for ever: 30s for
+    a source not ready (--requeue-dependency), exponential backoff for a chart it cannot use."""
+    st = states.setdefault(hr.ref, ReleaseState())
+    failures = 0
+    while True:
+        blocked = unready_dependency(hr, states, known)
+        if blocked is not None:
+            st.set("Ready", "False", "DependencyNotReady", blocked, sim.now)
+            yield sim.sleep(DEPENDENCY_REQUEUE)
+            continue
+        message = failure.condition_message
+        if (current := st.get("Ready")) is None or current.message != message:
+            sim.log("helm-controller", "condition", f"HelmRelease/{hr.ref}", f"Ready=False {failure.reason}: {message}",
+                    type="Ready", status="False", reason=failure.reason)
+        st.set("Ready", "False", failure.reason, message, sim.now)
+        failures += 1
+        if failure.reason == SOURCE_NOT_READY:
+            yield sim.sleep(DEPENDENCY_REQUEUE)
+        else:
+            yield sim.sleep(min(REQUEUE_MAX, REQUEUE_MIN * 2 ** (failures - 1)))
+
+
 def _run_until_settled(
     sim: Simulation, releases: Sequence[ReleaseInput], states: dict[str, ReleaseState], until: float
 ) -> None:
-    """Advance in steps until every release is Ready or Stalled (or blocked by a Stalled one)."""
+    """Advance in steps until every release is Ready, or can no longer change: Stalled, its
+    chart source failing, or waiting on such a release."""
     step = 5.0
+    by_ref = {r.hr.ref: r for r in releases}
     while sim.now < until:
         sim.run(until=min(until, sim.now + step))
-        if all(_settled(r.hr, states) for r in releases):
+        if all(_settled(r.hr.ref, by_ref, states) for r in releases):
             return
         if not sim.env._queue:  # nothing left to happen
             return
 
 
-def _settled(hr: HelmRelease, states: dict[str, ReleaseState]) -> bool:
-    st = states.get(hr.ref)
-    if st is None:
+def _settled(ref: str, by_ref: Mapping[str, ReleaseInput], states: dict[str, ReleaseState]) -> bool:
+    st = states.get(ref)
+    return st is not None and (st.observed_ready or _stuck(ref, by_ref, states, frozenset()))
+
+
+def _stuck(
+    ref: str, by_ref: Mapping[str, ReleaseInput], states: dict[str, ReleaseState], path: frozenset[str]
+) -> bool:
+    """``ref`` cannot become Ready in this run: Stalled, stopped at its failing chart source,
+    or depending (transitively) on such a release."""
+    st, r = states.get(ref), by_ref.get(ref)
+    if st is None or r is None or ref in path:  # a dependency cycle never gets Ready by itself
         return False
-    if st.observed_ready or st.stalled:
+    ready = st.get("Ready")
+    if st.stalled or (r.source_failure is not None and ready is not None and ready.reason == r.source_failure.reason):
         return True
-    return any(states.get(d) is not None and states[d].stalled for d in hr.dependencies())
+    return any(_stuck(d, by_ref, states, path | {ref}) for d in r.hr.dependencies())
 
 
 def _outcome(
@@ -528,7 +577,7 @@ def _outcome(
             for h in history
         ],
         ready_at=st.ready_at,
-        simulated=chart is not None,
+        simulated=chart is not None or r.source_failure is not None,  # unmapped: modelled, not predicted
         conditions={
             k: {"status": c.status, "reason": c.reason, "message": c.message}
             for k, c in sorted(st.conditions.items())

@@ -66,6 +66,12 @@ def seeds(kind: str) -> list[Any]:
         return [_yaml_docs(p)[0] for p in files[:12]]
     if kind == "helmrelease":
         return [d for p in sorted(ROOT.glob("examples/*/flux/*.yaml")) for d in _yaml_docs(p)]
+    if kind == "sources":  # HelmReleases with their source objects, one List per tree
+        files = sorted((ROOT / "tests/realcharts/chart-sources").glob("flux*/*.yaml"))
+        return [{"apiVersion": "v1", "kind": "List", "items": _yaml_docs(p)} for p in files]
+    if kind == "chartyaml":
+        files = [*ROOT.glob("examples/*/Chart.yaml"), *ROOT.glob("tests/realcharts/*/Chart.yaml")]
+        return [d for p in sorted(files) for d in _yaml_docs(p)]
     if kind == "values":
         files = [*ROOT.glob("examples/*/values.yaml"), *ROOT.glob("examples/*/ci/*.yaml")]
         return [d for p in sorted(files) for d in _yaml_docs(p) if isinstance(d, dict)]

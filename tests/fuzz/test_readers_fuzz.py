@@ -30,7 +30,8 @@ from helmsim import kstatus, render, yamlio
 from helmsim.cli.status import load_objects
 from helmsim.cluster.profile import load_profile
 from helmsim.config import load_config
-from helmsim.flux.inputs import flux_tree_from_files
+from helmsim.flux import sources
+from helmsim.flux.inputs import flux_tree_from_files, load_flux_tree
 from helmsim.helm.plan import plan_install
 from helmsim.manifests import parse_documents
 from helmsim.scenario import parse_scenario, scenario_profile
@@ -45,6 +46,8 @@ POOLS = {
     "config": seeds("config"),
     "objects": seeds("objects"),
     "manifest": manifest_seeds(),
+    "sources": seeds("sources"),
+    "chartyaml": seeds("chartyaml"),
 }
 POOLS["yaml"] = [d for pool in POOLS.values() for d in pool[:12]]
 
@@ -89,6 +92,26 @@ def read_helmrelease(text: str) -> None:
         values_from_refs(hr, tree.objects)
 
 
+_CHART_SOURCES = Path(__file__).resolve().parents[1] / "realcharts" / "chart-sources"
+
+
+def read_sources(text: str) -> None:
+    tree = flux_tree_from_files([("tree.yaml", text)])
+    for hr in tree.helmreleases:
+        for mapped in (str(_CHART_SOURCES / "charts" / "webapp"), None):
+            sources.resolve(hr, mapped, tree.objects, lambda: _CHART_SOURCES)
+
+
+_RANGES = load_flux_tree([str(_CHART_SOURCES / "flux")])
+
+
+def read_chart_yaml(text: str) -> None:
+    chart = _file("chart/Chart.yaml", text).parent
+    sources.chart_meta(chart)
+    for hr in _RANGES.helmreleases:  # the fuzzed name and version against each range
+        sources.resolve(hr, str(chart), _RANGES.objects)
+
+
 def read_config(text: str) -> None:
     cfg = load_config(_file(".helmsim.yaml", text))
     cfg.ignored("HS102", "x", "PersistentVolumeClaim/a/hf-cache", "a/b")
@@ -122,6 +145,8 @@ READERS: dict[str, tuple[Callable[[str], None], int, int]] = {
     "values": (read_values, 100, 160),
     "objects": (read_objects, 150, 200),
     "manifest": (read_manifest, 150, 200),
+    "sources": (read_sources, 100, 120),
+    "chartyaml": (read_chart_yaml, 100, 120),
 }
 
 

@@ -80,6 +80,7 @@ def check_cmd(
         typer.Option("--release-name", help="Release name when no HelmRelease is given."),
     ] = None,
     namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
+    repository_root: options.RepositoryRoot = None,
     upgrade_from: Annotated[
         str | None,
         typer.Option(
@@ -174,6 +175,7 @@ def check_cmd(
         upgrade_from=upgrade_from,
         upgrade_from_values=upgrade_from_values or [],
         upgrade_from_set=upgrade_from_set or [],
+        repository_root=repository_root,
     )
     releases = with_catalog(releases, cfg.catalog)
     limit = DEFAULT_HORIZON

@@ -47,6 +47,14 @@ ApiVersions = Annotated[
         metavar="GV[/KIND]",
     ),
 ]
+RepositoryRoot = Annotated[
+    str | None,
+    typer.Option(
+        "--repository-root",
+        help="Where the paths of charts from a GitRepository or Bucket (spec.chart.spec.chart: ./charts/x) are read; default the git work tree holding the target.",
+        metavar="DIR",
+    ),
+]
 IncludeCrds = Annotated[bool, typer.Option("--include-crds", help="Include the chart's crds/ files.")]
 Profile = Annotated[
     str | None,

@@ -67,6 +67,7 @@ def simulate_cmd(
     ] = None,
     release_name: Annotated[str | None, typer.Option("--release-name", help="Release name when no HelmRelease is given.")] = None,
     namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
+    repository_root: options.RepositoryRoot = None,
     upgrade_from: Annotated[
         str | None,
         typer.Option("--upgrade-from", help="Install this previous chart (or rendered manifest) first, then upgrade.", metavar="CHART|FILE|DIR"),
@@ -111,6 +112,7 @@ def simulate_cmd(
         upgrade_from=upgrade_from,
         upgrade_from_values=upgrade_from_values or [],
         upgrade_from_set=upgrade_from_set or [],
+        repository_root=repository_root,
     )
     # .helmsim.yaml's behaviour catalog applies to simulate as to check (docs/behaviour.md)
     cfg = config_for(target)

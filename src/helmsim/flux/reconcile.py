@@ -88,6 +88,26 @@ class ReleaseState:
         return self.ready and not self.in_reconcile
 
 
+def unready_dependency(
+    hr: HelmRelease, states: dict[str, ReleaseState], known: frozenset[str] | None = None
+) -> str | None:
+    """The Ready message of ``hr`` while a dependency is not ready, None once all are
+    (``known``: the HelmReleases that exist; a dependency outside it is not found)."""
+    for dep in hr.dependencies():
+        if known is not None and dep not in known:
+            # helmrelease_controller.go checkDependencies: the Get fails
+            ns, name_ = dep.split("/", 1)
+            return (
+                f"unable to get '{dep}' dependency: helmreleases.helm.toolkit.fluxcd.io "
+                f'"{name_}" not found'
+            )
+        st = states.get(dep)
+        # helmrelease_controller.go checkDependencies: generation observed and Ready=True
+        if st is None or not st.observed_ready:
+            return f"dependency '{dep}' is not ready"
+    return None
+
+
 @dataclass
 class Reconciler:
     """Reconciles one HelmRelease until Ready, Stalled or the horizon.
@@ -167,19 +187,7 @@ class Reconciler:
             yield sim.sleep(delay)
 
     def _unready_dependency(self) -> str | None:
-        for dep in self.hr.dependencies():
-            if self.known is not None and dep not in self.known:
-                # helmrelease_controller.go checkDependencies: the Get fails
-                ns, name_ = dep.split("/", 1)
-                return (
-                    f"unable to get '{dep}' dependency: helmreleases.helm.toolkit.fluxcd.io "
-                    f'"{name_}" not found'
-                )
-            st = self.states.get(dep)
-            # helmrelease_controller.go checkDependencies: generation observed and Ready=True
-            if st is None or not st.observed_ready:
-                return f"dependency '{dep}' is not ready"
-        return None
+        return unready_dependency(self.hr, self.states, self.known)
 
     def _reconcile_release(self) -> Proc:
         """One AtomicRelease.Reconcile: state → action until success, stop or remediation."""
