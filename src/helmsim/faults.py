@@ -12,14 +12,18 @@ a lost node (``Kubelet.node_lost``). Every fault logs a ``fault`` trace event (a
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from helmsim.errors import InputError
 from helmsim.scenario import (
+    AgentStall,
+    ApiserverIdentity,
     ApiserverOutage,
     ContainerExit,
+    EndpointInit,
     Fault,
     ImagePull,
     NodeLost,
@@ -67,6 +71,7 @@ class ScenarioFaults:
         # pod creation order per owning workload: the attempt number of a Job's pod
         self._pods: dict[str, list[str]] = defaultdict(list)
         self._provisioners: set[str] = set()
+        self._stalled: set[tuple[str, int]] = set()
 
     def _of(self, kind: type) -> list[Any]:
         return [f.spec for f in self.faults if isinstance(f.spec, kind)]
@@ -157,6 +162,59 @@ class ScenarioFaults:
             self._log("fault", ref, f"policyPropagation: {ref} takes effect {extra:g}s later")
         return sampled + extra
 
+    # --- Cilium hooks -----------------------------------------------------------------------------
+    def endpoint_init(self, pod: Mapping[str, Any]) -> float | None:
+        """Seconds the pod's endpoint keeps ``reserved:init`` after its build (inf: never)."""
+        attempt = self._attempt(pod, 0)
+        for f in self._of(EndpointInit):
+            if f.match.matches(pod, f.match.container or "") and f.attempts.covers(attempt):
+                secs = math.inf if f.seconds is None else float(f.seconds)
+                how = "never gets its identity" if f.seconds is None else f"for {secs:g}s"
+                self._log(
+                    "fault",
+                    _ref(pod, "Pod"),
+                    f"endpointInit: the endpoint keeps the reserved:init identity {how} "
+                    f"(attempt {attempt})",
+                )
+                return secs
+        return None
+
+    def agent_policy_time(self, node: str, doc: Mapping[str, Any], t: float) -> float:
+        """When the agent on ``node`` enforces a policy it would otherwise enforce at ``t``: a
+        stalled agent imports it only when the stall ends (inf: never)."""
+        from helmsim.cluster.store import ref_of
+
+        for i, f in enumerate(self._of(AgentStall)):
+            end = math.inf if f.to is None else float(f.to)
+            if fnmatch.fnmatchcase(node, f.node) and f.from_ <= t < end:
+                ref = ref_of(doc)
+                if (ref, i) not in self._stalled:
+                    self._stalled.add((ref, i))
+                    when = "never" if f.to is None else f"only at t={end:g}s"
+                    self._log(
+                        "fault",
+                        ref,
+                        f"agentStall: the cilium agent on {f.node} is stalled; {ref} is enforced "
+                        f"there {when}",
+                    )
+                t = end
+        return t
+
+    def apiserver_unlabelled(self, backends: Sequence[tuple[str, str]]) -> frozenset[str]:
+        """The backend IPs (of ``(node name, ip)`` pairs) lacking the kube-apiserver label now."""
+        out: set[str] = set()
+        now = self.sim.now if self.sim is not None else 0.0
+        for f in self._of(ApiserverIdentity):
+            if not (f.from_ <= now and (f.to is None or now < f.to)):
+                continue
+            if f.backends == "all":
+                out.update(ip for _, ip in backends)
+            elif isinstance(f.backends, int):
+                out.update(ip for _, ip in backends[: f.backends])
+            else:
+                out.update(ip for name, ip in backends if name in f.backends or ip in f.backends)
+        return frozenset(out)
+
     # --- provisioner hooks -----------------------------------------------------------------------
     def _provisioner_faults(self, provisioner: str) -> list[Provisioner]:
         return [f for f in self._of(Provisioner) if fnmatch.fnmatchcase(provisioner, f.name)]
@@ -191,6 +249,22 @@ class ScenarioFaults:
             self._outages(sim, outages)
         for lost in self._of(NodeLost):
             self._node_lost(sim, lost)
+        for f in self._of(ApiserverIdentity):
+            which = f.backends if isinstance(f.backends, str) else (
+                f"the first {f.backends}" if isinstance(f.backends, int) else ", ".join(f.backends)
+            )
+            until = "" if f.to is None else f" until t={f.to:g}s"
+            sim.after(
+                f.from_,
+                self._log,
+                "fault",
+                "Service/default/kubernetes",
+                f"apiserverIdentity: the kube-apiserver identity label is missing on {which} "
+                f"API server backend(s){until}",
+            )
+        for g in self._of(AgentStall):
+            until = "never recovers" if g.to is None else f"until t={g.to:g}s"
+            sim.after(g.from_, self._log, "fault", f"Node/{g.node}", f"agentStall: the cilium agent on {g.node} imports no policy ({until})")
 
     def _check_provisioners(self, sim: Any) -> None:
         from helmsim.cluster.controllers.provisioner import ExternalProvisioner

@@ -226,6 +226,47 @@ class NodeLost(_Model):
     at: Seconds
 
 
+class EndpointInit(_Model):
+    """Matching pods' Cilium endpoints keep the ``reserved:init`` identity for ``seconds`` after
+    their build (``null``: they never get their own), on pod attempts N..M of each workload."""
+
+    match: Match = Field(default_factory=Match)
+    seconds: Seconds | None = None
+    attempts: Attempts = Field(default_factory=Attempts)
+
+
+class ApiserverIdentity(_Model):
+    """The ``kube-apiserver`` identity label is missing on API server backends from ``from`` to
+    ``to`` (``null``: until the end): ``all`` of them, the first N, or those IPs / node names."""
+
+    backends: Literal["all"] | int | list[str] = "all"
+    from_: Seconds = Field(default=0.0, alias="from")
+    to: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _order(self) -> ApiserverIdentity:
+        if self.to is not None and self.to <= self.from_:
+            raise ValueError("apiserverIdentity: to must be after from")
+        if isinstance(self.backends, int) and self.backends < 1:
+            raise ValueError("apiserverIdentity: backends must be at least 1")
+        return self
+
+
+class AgentStall(_Model):
+    """The Cilium agent on the nodes matching ``node`` (glob) imports no policy from ``from`` to
+    ``to`` (``null``: never again); what arrives meanwhile is enforced there at ``to``."""
+
+    node: str = "*"
+    from_: Seconds = Field(default=0.0, alias="from")
+    to: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _order(self) -> AgentStall:
+        if self.to is not None and self.to <= self.from_:
+            raise ValueError("agentStall: to must be after from")
+        return self
+
+
 class Fault(_Model):
     """Exactly one fault."""
 
@@ -235,6 +276,9 @@ class Fault(_Model):
     provisioner: Provisioner | None = None
     policy_propagation: PolicyPropagation | None = None
     node_lost: NodeLost | None = None
+    endpoint_init: EndpointInit | None = None
+    apiserver_identity: ApiserverIdentity | None = None
+    agent_stall: AgentStall | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Fault:
@@ -252,7 +296,17 @@ class Fault(_Model):
         return getattr(self, _snake(self.kind))
 
 
-_FAULT_KEYS = ("containerExit", "imagePull", "apiserverOutage", "provisioner", "policyPropagation", "nodeLost")
+_FAULT_KEYS = (
+    "containerExit",
+    "imagePull",
+    "apiserverOutage",
+    "provisioner",
+    "policyPropagation",
+    "nodeLost",
+    "endpointInit",
+    "apiserverIdentity",
+    "agentStall",
+)
 
 
 def _snake(camel: str) -> str:
@@ -645,11 +699,14 @@ def json_schema() -> dict[str, Any]:
 
 __all__ = [
     "API_VERSION",
+    "AgentStall",
+    "ApiserverIdentity",
     "ApiserverOutage",
     "Attempts",
     "Behaviour",
     "ConnectionExpect",
     "ContainerExit",
+    "EndpointInit",
     "EventExpect",
     "Expectation",
     "Fault",

@@ -8,6 +8,13 @@ plugins/cilium-cni cmd/cmd.go cmdAdd: SyncBuildEndpoint; runtime reference §5.5
 knows a policy once it has propagated, so a policy the API server accepted a moment before the
 pod still reaches that pod only at ``t0 + propagation``. This is the seed-1 race.
 
+Under Cilium every node runs its own agent, each with its own propagation draw (the first node
+takes the profile's draw, the others draw from a stream of their own so the main stream is the
+same as with one node); a pod is governed by its node's agent. A new label set's security
+identity is resolved inside the CNI ADD, which delays the pod's start. Scenario faults keep an
+endpoint on ``reserved:init``, stall an agent's policy import, or drop the ``kube-apiserver``
+label from API server backends; each connection to the API server goes to one backend.
+
 :func:`connect` is a SimPy process body (``result = yield from connect(...)``) that dials a
 :class:`helmsim.cluster.behaviour.Need` the way a Linux client does and asks the pure evaluator
 (:mod:`helmsim.cluster.network`) for a verdict at each packet it sends.
@@ -16,9 +23,11 @@ pod still reaches that pod only at ``t0 + propagation``. This is the seed-1 race
 from __future__ import annotations
 
 import ipaddress
+import math
+import random
 import weakref
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from helmsim.cluster.behaviour import Need
@@ -41,6 +50,7 @@ from helmsim.cluster.network import (
     client_error_text,
     evaluate,
 )
+from helmsim.cluster.network.labelfilter import DEFAULT_FILTER, LabelFilter
 from helmsim.cluster.store import key_of, ref_of
 from helmsim.errors import InputError
 
@@ -72,6 +82,9 @@ class _Version:
     created_event: int | None
     removed: float | None = None
     effect_event: int | None = None
+    # Cilium: when each node's agent enforces it (inf: never); empty: ``effective`` everywhere.
+    per_node: dict[str, float] = field(default_factory=dict)
+    node_events: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,12 @@ class NetworkState:
         self._sets: dict[tuple[Any, ...], PolicySet] = {}
         self._view: ClusterView | None = None
         self._ports = 0
+        self._dials = 0
+        # per-node agents' propagation draws and the load balancer's backend picks come from
+        # streams of their own, so the simulation's main stream is what it is with one node
+        self._agent_rng = random.Random(_stream_seed(sim, "cilium-agents"))
+        self._lb_rng = random.Random(_stream_seed(sim, "service-lb"))
+        self._pod_nodes: dict[tuple[str, str], str] = {}
         self.actor = "cilium" if self.cni.type == "cilium" else "network-policy"
         for doc in [o for kind in POLICY_KINDS for o in sim.store.list(kind)]:
             self._adopt(doc)
@@ -131,12 +150,14 @@ class NetworkState:
             return
         self._add_version(doc, t0, ev)
 
-    def _propagation_of(self, doc: Mapping[str, Any]) -> float:
+    def _propagation_of(self, doc: Mapping[str, Any]) -> tuple[float, float]:
         """The propagation of a new version of ``doc``: the profile's draw, as the scenario's
-        ``Faults.policy_propagation`` hook adjusts it (when the simulation has one)."""
+        ``Faults.policy_propagation`` hook adjusts it (when the simulation has one), and the
+        hook's addition."""
         sampled = self._propagation()
         hook = getattr(getattr(self.sim, "faults", None), "policy_propagation", None)
-        return sampled if hook is None else max(0.0, float(hook(doc, sampled)))
+        delay = sampled if hook is None else max(0.0, float(hook(doc, sampled)))
+        return delay, delay - sampled
 
     def _add_version(self, doc: Mapping[str, Any], t0: float, cause: int | None) -> None:
         try:
@@ -150,28 +171,69 @@ class NetworkState:
             return
         key = key_of(doc)
         versions = self._versions.setdefault(key, [])
-        v = _Version(key, dict(doc), len(versions), t0, t0 + self._propagation_of(doc), cause)
+        delay, extra = self._propagation_of(doc)
+        per_node = self._agent_times(doc, t0, delay, extra)
+        effective = min(per_node.values()) if per_node else t0 + delay
+        v = _Version(key, dict(doc), len(versions), t0, effective, cause, per_node=per_node)
         versions.append(v)
         self._sets.clear()
-        self.sim.after(max(0.0, v.effective - self.sim.now), self._take_effect, v)
+        times = sorted({t for t in per_node.values() if math.isfinite(t)}) or (
+            [] if per_node else [effective]
+        )
+        for t in times:
+            self.sim.after(max(0.0, t - self.sim.now), self._take_effect, v, t)
 
-    def _take_effect(self, v: _Version) -> None:
+    def _agent_times(
+        self, doc: Mapping[str, Any], t0: float, delay: float, extra: float
+    ) -> dict[str, float]:
+        """Under Cilium, when each node's agent enforces a new policy version: the first node
+        after ``delay`` (the profile's draw with its faults), every other after a draw of its own
+        plus the same fault delay; a stalled agent only when its stall ends."""
+        nodes = [n.name for n in getattr(self.sim.profile, "nodes", ()) or ()]
+        if self.cni.type != "cilium" or not nodes:
+            return {}
+        lat = getattr(getattr(self.sim.profile, "cni", None), "policy_propagation_seconds", None)
+        out: dict[str, float] = {}
+        for i, node in enumerate(nodes):
+            if i == 0 or not self.sim.sample_latencies or lat is None:
+                d = delay
+            else:
+                # cilium/cilium pkg/policy/k8s (the CNP watcher): each agent imports the policy
+                # from its own watch, so each node's delay is its own draw
+                d = max(0.0, float(lat.sample(self._agent_rng))) + extra
+            t = t0 + d
+            hook = getattr(getattr(self.sim, "faults", None), "agent_policy_time", None)
+            out[node] = t if hook is None else float(hook(node, doc, t))
+        return out
+
+    def _take_effect(self, v: _Version, t: float | None = None) -> None:
         if v.removed is not None and v.removed <= self.sim.now:
             return
+        last = max((x for x in v.per_node.values() if math.isfinite(x)), default=self.sim.now)
         for old in self._versions.get(v.key, ()):
-            if old is not v and old.index < v.index and old.removed is None:
+            if old is not v and old.index < v.index and old.removed is None and last <= self.sim.now:
                 old.removed = self.sim.now
         self._sets.clear()
         ref = ref_of(v.doc)
+        nodes = sorted(n for n, x in v.per_node.items() if x == t)
+        everywhere = not v.per_node or len(nodes) == len(v.per_node)
+        where = "" if everywhere else f" on {', '.join(nodes)}"
+        pending = sorted(n for n, x in v.per_node.items() if not math.isfinite(x))
+        tail = f"; never on {', '.join(pending)} (agent stalled)" if pending and v.effect_event is None else ""
         ev = self.sim.log(
             self.actor,
             "policy-in-effect",
             ref,
-            f"{ref} in effect (created at {v.created:.3f} s, propagation {v.effective - v.created:.3f} s)",
+            f"{ref} in effect{where} (created at {v.created:.3f} s, propagation "
+            f"{self.sim.now - v.created:.3f} s){tail}",
             cause=v.created_event,
             created=round(v.created, 3),
+            **({"nodes": nodes} if not everywhere else {}),
         )
-        v.effect_event = ev.id
+        if v.effect_event is None:
+            v.effect_event = ev.id
+        for n in nodes:
+            v.node_events[n] = ev.id
 
     def _on_policy(self, event: str, doc: dict[str, Any]) -> None:
         key = key_of(doc)
@@ -199,41 +261,70 @@ class NetworkState:
             found = self.sim.trace.find(what="configured", obj=ref_of(doc))
             self._add_version(doc, self.sim.now, found[-1].id if found else None)
 
-    def endpoint_created(self, namespace: str, name: str, start: float, end: float) -> None:
-        """Record a pod's Cilium endpoint build (CNI ADD): regeneration from ``start`` to ``end``.
+    def endpoint_created(self, namespace: str, name: str, start: float, end: float) -> float:
+        """Record a pod's Cilium endpoint build (CNI ADD) from ``start``, its regeneration ending
+        at ``end``; return how long the CNI ADD takes.
 
-        A pod whose label set has no security identity yet waits for one to be allocated (the
-        profile's ``cni.identityAllocationSeconds``, cilium identity-max-jitter up to 30 s);
-        until then its endpoint carries ``reserved:init`` (cilium Documentation/security/policy/
-        lifecycle.rst "Init Identity").
+        A pod whose label set has no security identity yet waits inside the CNI ADD for one to
+        be allocated (the profile's ``cni.identityAllocationSeconds``): cilium/cilium
+        pkg/endpoint/endpoint.go runIdentityResolver blocks ("Resolving identity labels
+        (blocking)"), so the pod starts later instead of sending packets as ``reserved:init``.
+        An ``endpointInit`` fault keeps the endpoint on ``reserved:init`` after the build.
         """
-        self._endpoints[(namespace, name)] = (start, end)
         if self.cni.type != "cilium":
-            return
+            self._endpoints[(namespace, name)] = (start, end)
+            return end - start
         pod = self.sim.store.get("Pod", namespace, name) or {}
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        key = (("ns", namespace), *sorted((str(k), str(v)) for k, v in labels.items()))
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node:
+            self._pod_nodes[(namespace, name)] = node
+        labels = {str(k): str(v) for k, v in ((pod.get("metadata") or {}).get("labels") or {}).items()}
+        # one security identity per set of identity labels (pkg/labelsfilter/filter.go Filter)
+        kept = self.view().label_filter.identity_labels(labels)
+        key = (("ns", namespace), *sorted(kept.items()))
         ready = self._identities.get(key)
+        wait = 0.0
         if ready is None:
-            ready = end + self.sim.latency("identity_allocation")
-            self._identities[key] = ready
-            if ready > end:
+            wait = self.sim.latency("identity_allocation")
+            ready = self._identities[key] = start + wait
+            if wait > 0:
                 self.sim.log(
                     self.actor,
                     "identity-pending",
                     f"Pod/{namespace}/{name}",
-                    f"new label set: security identity allocated at t={ready:.2f}s; until then the "
-                    "endpoint has the reserved:init identity",
-                    until=round(ready, 3),
+                    f"new label set: the CNI ADD resolves its security identity (blocking) for "
+                    f"{wait:g}s; the pod starts at t={end + wait:.2f}s",
+                    until=round(end + wait, 3),
                 )
-        self._identity_ready[(namespace, name)] = max(end, ready)
+        else:
+            wait = max(0.0, ready - start)
+        done = end + wait
+        self._endpoints[(namespace, name)] = (start, done)
+        hook = getattr(getattr(self.sim, "faults", None), "endpoint_init", None)
+        stuck = hook(pod) if hook is not None and pod else None
+        if stuck:
+            self._identity_ready[(namespace, name)] = done + float(stuck)
+        return done - start
+
+    def _node_of(self, pod: tuple[str, str] | None) -> str | None:
+        if pod is None:
+            return None
+        node = self._pod_nodes.get(pod)
+        if node is None:
+            live = self.sim.store.get("Pod", *pod) or {}
+            node = str((live.get("spec") or {}).get("nodeName") or "") or None
+            if node:
+                self._pod_nodes[pod] = node
+        return node
 
     def _effective_for(self, v: _Version, pod: tuple[str, str] | None) -> float:
         """When ``v`` applies to ``pod``: at propagation, whether the agent learns of it before the
         pod's endpoint build (then the build includes it, and the pod sends nothing before the
         build ends) or after (then the existing endpoint is regenerated)."""
-        del pod
-        return v.effective
+        if not v.per_node:
+            return v.effective
+        node = self._node_of(pod)
+        return v.per_node.get(node, v.effective) if node else v.effective
 
     def in_effect(
         self, t: float | None = None, pod: tuple[str, str] | None = None
@@ -280,18 +371,26 @@ class NetworkState:
         """The evaluator's verdict for ``pod`` reaching ``target`` under what is in effect now."""
         src = net_pod(pod)
         ready = self._identity_ready.get((src.namespace, src.name), 0.0)
-        if self.sim.now < ready and self.cni.policy_enforcement_mode == "always":
-            # cilium lifecycle.rst: with no rule selecting reserved:init, an endpoint with the
-            # init identity has all traffic dropped in "always" mode (allowed in default/never)
+        if self.sim.now < ready and self.cni.policy_enforcement_mode != "never":
+            # cilium/cilium daemon/cmd/endpoint_test.go TestEndpointAddNoLabels: policy is always
+            # enforced on an endpoint with the reserved:init identity (identity 5), also in
+            # "default" mode; no rule here selects reserved:init, so everything is dropped
+            until = "never gets its own" if math.isinf(ready) else f"until t={ready:.2f}s"
             return Verdict(
                 False,
-                f"dropped: the endpoint still has the reserved:init identity (security identity "
-                f"allocated at t={ready:.2f}s) and policyEnforcementMode=always",
+                f"dropped: the endpoint has the reserved:init identity (identity 5; {until}) and "
+                f"policy is enforced on init endpoints (policyEnforcementMode="
+                f"{self.cni.policy_enforcement_mode})",
+                dial=_dial_of(target, self.view()),
                 cause="policy",
             )
-        v = evaluate(
-            src, target, self.policies(pod=(src.namespace, src.name)), self.view(src), self.cni
-        )
+        view = self.view(src)
+        hook = getattr(getattr(self.sim, "faults", None), "apiserver_unlabelled", None)
+        if hook is not None and self.cni.type == "cilium":
+            missing = hook(tuple((n.name, n.ip) for n in view.control_plane_nodes()))
+            if missing:
+                view = replace(view, apiserver_unlabelled=frozenset(missing))
+        v = evaluate(src, target, self.policies(pod=(src.namespace, src.name)), view, self.cni)
         if v.allowed and isinstance(target, KubeApiServer):
             # An API server that is down (Store.unavailable) refuses the connection the policies
             # let through: the kubernetes Service still has its endpoint, whose port is closed.
@@ -331,7 +430,7 @@ class NetworkState:
             if not res.ok or need.kind == "dns":
                 return res
             last = res.event
-        target = _target(need)
+        target = self._pick_backend(_target(need))
         syn_start = self.sim.now
         was_denied = False
         v: Verdict | None = None
@@ -504,6 +603,24 @@ class NetworkState:
         )
         return ConnectResult(False, self.sim.now, err, ev.id, v)
 
+    def _pick_backend(self, target: Target) -> Target:
+        """One API server backend per connection: the service load balancer translates the
+        ClusterIP once, at connect (cilium/cilium bpf/bpf_sock.c sock4_connect with
+        kube-proxy replacement; kube-proxy's iptables rules once per conntrack entry), so the
+        SYN retransmissions of one dial go to the same backend. Deterministic runs go round
+        robin; Monte Carlo runs pick at random (bpf/lib/lb.h lb4_select_backend_id)."""
+        if not isinstance(target, KubeApiServer) or self.cni.type != "cilium":
+            return target
+        backends = self.view().control_plane_nodes()
+        if len(backends) < 2:
+            return target
+        if self.sim.sample_latencies:
+            i = self._lb_rng.randrange(len(backends))
+        else:
+            i = self._dials % len(backends)
+        self._dials += 1
+        return KubeApiServer(backend=backends[i].ip)
+
     def _effect_cause(self, v: Verdict) -> int | None:
         """The policy-in-effect event of the (first) policy that allowed ``v``, if it has one."""
         for pid in v.decided_by:
@@ -559,6 +676,23 @@ def _policy_id(doc: Mapping[str, Any]) -> str:
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
 
+def _stream_seed(sim: Any, name: str) -> int:
+    """A seed for a side stream of random draws, derived from the simulation's main stream's
+    state without consuming from it."""
+    state = sim.rng.getstate()[1]
+    return hash((name, state[:8], state[-1])) & 0xFFFFFFFF
+
+
+def _dial_of(target: Target, view: ClusterView) -> str:
+    if isinstance(target, KubeApiServer):
+        return f"{view.apiserver_service_ip}:443"
+    if isinstance(target, Dns):
+        return f"{view.dns_service_ip}:53"
+    if isinstance(target, IpTarget):
+        return f"{target.address}:{target.port}"
+    return ""
+
+
 def _cni_config(profile: Any) -> CniConfig:
     cni = getattr(profile, "cni", None)
     if cni is None:
@@ -567,7 +701,13 @@ def _cni_config(profile: Any) -> CniConfig:
         type=cni.type,
         policy_enforcement_mode=cni.policy_enforcement_mode,
         policy_cidr_match_mode=getattr(cni, "policy_cidr_match_mode", "") or "",
+        enable_l7_proxy=bool(getattr(cni, "enable_l7_proxy", True)),
     )
+
+
+def _label_filter(profile: Any) -> LabelFilter:
+    prefixes = getattr(getattr(profile, "cni", None), "identity_labels", None) or ()
+    return LabelFilter.build(prefixes) if prefixes else DEFAULT_FILTER
 
 
 def _lookup_name(need: Need, namespace: str, domain: str) -> str | None:
@@ -652,15 +792,22 @@ def build_view(sim: Any) -> ClusterView:
     domain = str(getattr(addressing, "cluster_domain", "cluster.local"))
     endpoint = str(getattr(addressing, "apiserver_endpoint", "172.18.0.2:6443"))
     ep_host, _, ep_port = endpoint.rpartition(":")
+    listed = [str(e) for e in getattr(addressing, "apiserver_endpoints", None) or ()]
+    hosts = [e.rpartition(":")[0].strip("[]") for e in listed] or [ep_host.strip("[]")]
+    if listed:
+        ep_port = listed[0].rpartition(":")[2]
     nodes = []
     for i, n in enumerate(getattr(profile, "nodes", ()) or ()):
         ip = n.internal_ip or f"172.18.0.{i + 2}"
-        cp = "node-role.kubernetes.io/control-plane" in n.labels or ip == ep_host
-        nodes.append(Node(n.name, ip, cp))
-    if not any(n.ip == ep_host for n in nodes):
-        # A managed control plane (EKS): the API server is not on a node; model its endpoint.
+        # the default/kubernetes endpoints name the nodes serving the API server; with a single
+        # endpoint, control-plane labelled nodes are taken to serve it too (kind, k3s)
+        labelled = "node-role.kubernetes.io/control-plane" in n.labels and not listed
+        nodes.append(Node(n.name, ip, labelled or ip in hosts))
+    if not any(n.ip in hosts for n in nodes):
+        # A managed control plane (EKS): the API server is not on a node; model its endpoints.
         nodes = [replace(n, control_plane=False) for n in nodes]
-        nodes.append(Node("kube-apiserver", ep_host.strip("[]"), True))
+        for j, h in enumerate(hosts):
+            nodes.append(Node("kube-apiserver" if len(hosts) == 1 else f"kube-apiserver-{j}", h, True))
     node0 = nodes[0].name if nodes else None
     pod_cidr = ipaddress.ip_network(str(getattr(addressing, "pod_cidr", "10.244.0.0/16")))
     dns_ports = (
@@ -753,4 +900,5 @@ def build_view(sim: Any) -> ClusterView:
         apiserver_service_ip=api_ip,
         dns_service_ip=dns_ip,
         cluster_domain=domain,
+        label_filter=_label_filter(profile) if getattr(getattr(profile, "cni", None), "type", "") == "cilium" else DEFAULT_FILTER,
     )

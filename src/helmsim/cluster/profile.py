@@ -133,12 +133,29 @@ class CNI(_Model):
     policy_propagation_seconds: Latency = Field(
         default_factory=lambda: Uniform(dist="uniform", min=0.1, max=2.0)
     )
-    # Extra delay before a pod whose label set has no Cilium identity yet gets one
-    # (identity-max-jitter defaults to 30 s; UNVERIFIED how much of it a new pod waits).
+    # How much longer the CNI ADD of a pod whose label set has no Cilium identity yet takes: the
+    # agent resolves the identity inside the call (cilium/cilium pkg/endpoint/endpoint.go
+    # runIdentityResolver, "Resolving identity labels (blocking)"), so the pod starts later; it
+    # is not a window of dropped packets. identity-max-jitter defaults to 30 s (UNVERIFIED how
+    # much of it a new pod waits).
     identity_allocation_seconds: Latency = Field(default_factory=lambda: fixed(0.0))
     # Helm policyCIDRMatchMode / agent --policy-cidr-match-mode: "nodes" lets CIDR rules
     # match node IPs (cilium/cilium Documentation/security/policy/layer3.rst).
     policy_cidr_match_mode: Literal["", "nodes"] = Field(default="", alias="policyCIDRMatchMode")
+    # The agent's identity label filter (Helm value / agent option ``labels``): prefixes added to
+    # the defaults of cilium/cilium pkg/labelsfilter/filter.go; "!" ignores, an inclusive prefix
+    # makes the filter a whitelist. Applied before policy selectors match.
+    identity_labels: list[str] = Field(default_factory=list)
+    # --enable-l7-proxy (default true): the DNS proxy that feeds toFQDNs needs it
+    # (cilium/cilium pkg/option/config.go EnableL7Proxy).
+    enable_l7_proxy: bool = Field(default=True, alias="enableL7Proxy")
+    # Recorded for the reader; the simulation's service translation is the same either way
+    # (kubeProxyReplacement: socket-level load balancing picks one backend per connection).
+    kube_proxy_replacement: bool = False
+    # identity-allocation-mode: crd (CiliumIdentity objects) or kvstore (cilium/cilium
+    # pkg/option/config.go IdentityAllocationMode). Recorded; allocation time is
+    # identityAllocationSeconds.
+    identity_allocation_mode: Literal["crd", "kvstore"] = "crd"
 
     @model_validator(mode="after")
     def _cilium_only(self) -> CNI:
@@ -150,6 +167,15 @@ class CNI(_Model):
                 )
             if self.policy_cidr_match_mode:
                 raise ValueError("policyCIDRMatchMode applies only to cni.type cilium")
+            if self.identity_labels:
+                raise ValueError("identityLabels applies only to cni.type cilium")
+        if self.identity_labels:
+            from helmsim.cluster.network.labelfilter import LabelFilter
+
+            try:
+                LabelFilter.build(self.identity_labels)
+            except InputError as err:
+                raise ValueError(err.message.removeprefix(": ")) from None
         return self
 
     @property
@@ -281,6 +307,11 @@ class Addressing(_Model):
     apiserver_cluster_ip: str = Field(default="10.96.0.1", alias="apiserverClusterIP")
     # What the `kubernetes` Service's endpoints point at; kubeadm DefaultAPIBindPort = 6443.
     apiserver_endpoint: str = "172.18.0.2:6443"
+    # Several API server endpoints (an HA control plane: each control-plane node's IP:6443, as
+    # kube-apiserver's endpoint reconciler publishes them in default/kubernetes); empty: just
+    # ``apiserverEndpoint``. Endpoints on node IPs place the API server on those nodes; others
+    # place it outside the cluster (a managed control plane).
+    apiserver_endpoints: list[str] = Field(default_factory=list)
     # kubeadm DefaultClusterDNSIP = "10.96.0.10" (constants.go GetDNSIP: index 10 of the subnet).
     kube_dns_cluster_ip: str = Field(default="10.96.0.10", alias="kubeDNSClusterIP")
     # kubeadm DefaultServiceDNSDomain
@@ -303,6 +334,18 @@ class Addressing(_Model):
     def _endpoint(cls, v: str) -> str:
         _host_port(v)
         return v
+
+    @field_validator("apiserver_endpoints")
+    @classmethod
+    def _endpoints(cls, v: list[str]) -> list[str]:
+        for item in v:
+            _host_port(item)
+        return v
+
+    @property
+    def apiserver_backends(self) -> list[tuple[str, int]]:
+        """Every API server endpoint as (host, port): ``apiserverEndpoints`` or the one."""
+        return [_host_port(e) for e in (self.apiserver_endpoints or [self.apiserver_endpoint])]
 
     @model_validator(mode="after")
     def _in_subnet(self) -> Addressing:

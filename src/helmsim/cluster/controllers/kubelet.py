@@ -528,7 +528,8 @@ class PodRuntime:
                 # cilium plugins/cilium-cni cmd/cmd.go cmdAdd: the CNI ADD waits for the endpoint's
                 # first regeneration (SyncBuildEndpoint) with the policies the agent knows now.
                 regen = self.sim.latency("endpoint_regeneration")
-                self.k.net.endpoint_created(*self.key, self.sim.now, self.sim.now + regen)
+                # the CNI ADD also resolves a new label set's identity (blocking): it may last longer
+                regen = self.k.net.endpoint_created(*self.key, self.sim.now, self.sim.now + regen)
                 yield self.sim.sleep(regen)
                 known = [ref_of(v.doc) for v in self.k.net.in_effect(pod=self.key)]
                 cause = self.sim.log(

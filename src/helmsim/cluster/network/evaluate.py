@@ -27,6 +27,7 @@ from helmsim.cluster.network.model import (
     FqdnTarget,
     IpTarget,
     KubeApiServer,
+    Node,
     Pod,
     PodsTarget,
     Service,
@@ -71,13 +72,24 @@ class _Side:
 # ---- target resolution ---------------------------------------------------------------------
 
 
-def _apiserver_legs(cluster: ClusterView, source: Pod | None, port: int) -> tuple[_Leg, ...]:
+def _api_node_peer(cluster: ClusterView, node: Node, source: Pod | None) -> Peer:
+    labelled = cluster.apiserver_labelled(node)
+    return node_peer(
+        node, source, apiserver=labelled, unlabelled=node.control_plane and not labelled
+    )
+
+
+def _apiserver_legs(
+    cluster: ClusterView, source: Pod | None, port: int, backend: str | None = None
+) -> tuple[_Leg, ...]:
     # The `kubernetes` Service has no selector; its endpoints are the API server's host addresses
     # (control-plane node IP:6443). Policy sees this post-DNAT endpoint
     # (network-policies.md, hostNetwork/DNAT caveats; cilium layer4.rst: L4 after service mapping).
+    # With ``backend`` the load balancer has picked one endpoint for this connection.
     return tuple(
-        _Leg(node_peer(n, source, apiserver=True), port, "TCP")
+        _Leg(_api_node_peer(cluster, n, source), port, "TCP")
         for n in cluster.control_plane_nodes()
+        if backend is None or n.ip == backend
     )
 
 
@@ -166,7 +178,7 @@ def _ip_plan(
             desc,
             dial,
             proto,
-            (_Leg(node_peer(node, source, apiserver=node.control_plane), port, proto),),
+            (_Leg(_api_node_peer(cluster, node, source), port, proto),),
         )
     return _Plan(desc, dial, proto, (_Leg(world_peer(ip, fqdn=fqdn), port, proto),))
 
@@ -239,7 +251,7 @@ def describe_target(target: Target) -> str:
 def _plan(target: Target, cluster: ClusterView, source: Pod | None) -> _Plan:
     desc = describe_target(target)
     if isinstance(target, KubeApiServer):
-        legs = _apiserver_legs(cluster, source, cluster_apiserver_port(cluster))
+        legs = _apiserver_legs(cluster, source, cluster_apiserver_port(cluster), target.backend)
         return _Plan(
             desc,
             f"{cluster.apiserver_service_ip}:{APISERVER_SERVICE_PORT}",
@@ -507,6 +519,13 @@ def _side(
     if not side.allowed and side.cause == "policy" and dst.is_apiserver and direction == "egress":
         side = replace(
             side, reason=side.reason + _apiserver_notes(pset, subject, cluster, cni, dst)
+        )
+    elif not side.allowed and dst.apiserver_unlabelled and direction == "egress":
+        ents = "/".join(sorted(dst.entities - {"cluster", "all"}))
+        side = replace(
+            side,
+            reason=side.reason + f" (the API server backend {dst.ip} is without the "
+            f"kube-apiserver identity label: its identity is {ents} only)",
         )
     return side
 

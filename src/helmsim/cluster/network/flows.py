@@ -87,6 +87,8 @@ class Peer:
     entities: frozenset[str] = frozenset()
     fqdn: str | None = None
     is_apiserver: bool = False
+    # an API server backend whose identity lacks the kube-apiserver label (a fault)
+    apiserver_unlabelled: bool = False
 
 
 def pod_peer(pod: Pod, cluster: ClusterView) -> Peer:
@@ -105,6 +107,9 @@ def _make_pod_peer(pod: Pod, cluster: ClusterView) -> Peer:
     labels[CILIUM_CLUSTER_LABEL] = "default"
     for k, v in ns_labels.items():
         labels[CILIUM_NS_LABELS_PREFIX + k] = v
+    # cilium/cilium pkg/labelsfilter/filter.go Filter: only the labels the identity label filter
+    # keeps are identity labels, and selectors match identities (pkg/policy/api selector.go).
+    labels = cluster.label_filter.identity_labels(labels)
     # cilium Documentation/security/policy/layer3.rst "Entities based": cluster = all endpoints of
     # the local cluster; all = cluster + world.
     return Peer(
@@ -118,19 +123,28 @@ def _make_pod_peer(pod: Pod, cluster: ClusterView) -> Peer:
     )
 
 
-def node_peer(node: Node, source: Pod | None, *, apiserver: bool = False) -> Peer:
+def node_peer(
+    node: Node, source: Pod | None, *, apiserver: bool = False, unlabelled: bool = False
+) -> Peer:
+    """A node as a peer; ``unlabelled``: an API server backend whose identity lacks the label."""
     # layer3.rst: "host" is the local host (the source pod's node), "remote-node" any other node;
-    # kube-apiserver is an extra identity label on the node(s) running the API server.
+    # kube-apiserver is an extra identity label on the node(s) running the API server: the agent
+    # puts it on the addresses of the default/kubernetes endpoints (cilium/cilium
+    # pkg/k8s/watchers/endpoint.go addKubeAPIServerServiceEndpoints), and a remote node's IP then
+    # resolves to identity 7 = kube-apiserver + remote-node (pkg/identity/numericidentity.go,
+    # pkg/ipcache/metadata.go resolveIdentity). Without the label it is plain remote-node (6).
     local = source is not None and source.node is not None and source.node == node.name
     entities = {"host" if local else "remote-node", "cluster", "all"}
     if apiserver:
         entities.add("kube-apiserver")
+    note = ", without the kube-apiserver identity label" if unlabelled else ""
     return Peer(
         kind="node",
         ip=parse_ip(node.ip, where=f"node {node.name} ip"),
-        label=f"{node.name} ({node.ip})",
+        label=f"{node.name} ({node.ip}{note})",
         entities=frozenset(entities),
         is_apiserver=apiserver,
+        apiserver_unlabelled=unlabelled,
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from helmsim.cluster.network.labelfilter import DEFAULT_FILTER, LabelFilter
 from helmsim.errors import InputError
 
 Protocol = Literal["TCP", "UDP", "SCTP"]
@@ -122,7 +123,10 @@ class ClusterView:
     """What the evaluator knows about the cluster at one instant.
 
     ``dns_records`` maps external names to addresses; an unknown name resolves to an unspecified
-    public address that only a catch-all CIDR (prefix length 0) contains.
+    public address that only a catch-all CIDR (prefix length 0) contains. ``label_filter`` is
+    Cilium's identity label filter (applied to pod labels before Cilium selectors match);
+    ``apiserver_unlabelled`` holds the API server backend IPs whose identity lacks the
+    ``kube-apiserver`` label at this instant.
     """
 
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -133,6 +137,8 @@ class ClusterView:
     dns_service_ip: str = DEFAULT_DNS_SERVICE_IP
     dns_records: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cluster_domain: str = "cluster.local"
+    label_filter: LabelFilter = DEFAULT_FILTER
+    apiserver_unlabelled: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -242,6 +248,10 @@ class ClusterView:
         cps = tuple(n for n in self.nodes if n.control_plane)
         return cps or self.nodes[:1]
 
+    def apiserver_labelled(self, node: Node) -> bool:
+        """Whether ``node`` serves the API server and its identity carries ``kube-apiserver``."""
+        return node.control_plane and node.ip not in self.apiserver_unlabelled
+
     def node_by_ip(self, ip: str) -> Node | None:
         for n in self.nodes:
             if n.ip == ip:
@@ -297,7 +307,13 @@ class CniConfig:
 
 @dataclass(frozen=True)
 class KubeApiServer:
-    """The API server, dialled through the ``kubernetes`` Service ClusterIP on 443."""
+    """The API server, dialled through the ``kubernetes`` Service ClusterIP on 443.
+
+    ``backend`` (an endpoint IP) is the one backend the load balancer picked for this connection;
+    ``None`` checks every backend (each must be allowed).
+    """
+
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
