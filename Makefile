@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
+	$(BIN)/python -m compileall -q src  # start-up: no first-run bytecode compile (issue 15)
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -17,10 +17,12 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported by every command at start-up; multiprocessing costs ~30 ms
+    from concurrent.futures import ProcessPoolExecutor
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a process ended by Ctrl-C
 MESSAGE = "interrupted"

@@ -1,4 +1,5 @@
-"""Command-line interface. Each command lives in its own module and registers itself on ``app``."""
+"""Command-line interface. Each command lives in its own module and registers itself on ``app``
+when first run (``helmsim.cli.app.COMMANDS``)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,6 @@ import sys
 
 import typer
 
-from helmsim.cli import check as _check  # noqa: F401
-from helmsim.cli import diff as _diff  # noqa: F401
-from helmsim.cli import fleet as _fleet  # noqa: F401
-from helmsim.cli import plan as _plan  # noqa: F401
-from helmsim.cli import profiles as _profiles  # noqa: F401
-from helmsim.cli import render as _render  # noqa: F401
-from helmsim.cli import simulate as _simulate  # noqa: F401
-from helmsim.cli import status as _status  # noqa: F401
-from helmsim.cli import test as _test  # noqa: F401
 from helmsim.cli.app import app
 from helmsim import interrupts
 from helmsim.errors import one_line

@@ -2,19 +2,132 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
+import typer.core
+import typer.main
+
+try:  # Typer ≥ 0.2x vendors Click; older releases use the click package
+    from typer import _click as click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - depends on the installed Typer
+    import click  # type: ignore[no-redef]
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
 from helmsim.cli.limit_options import with_common_options
 from helmsim.errors import InputError
 from helmsim.report.atomic import write_atomic
 from helmsim.report.safe import SafeConsole
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": (
+        "helmsim.cli.check",
+        "Simulate each profile of the matrix, report findings with their causal chains, and check the fixes.",
+    ),
+    "diff": (
+        "helmsim.cli.diff",
+        "Render a chart as it is in the working tree and as it was at a git ref, per values file.",
+    ),
+    "fleet": (
+        "helmsim.cli.fleet",
+        "Rehearse every release × values file of a matrix under every profile, as parallel tasks.",
+    ),
+    "plan": (
+        "helmsim.cli.plan",
+        "Print Helm's plan: crds/, hooks in order, the manifest kind group by kind group, the wait.",
+    ),
+    "render": (
+        "helmsim.cli.render",
+        "Render a chart with Helm's engine and print the manifest as `helm template` does.",
+    ),
+    "simulate": (
+        "helmsim.cli.simulate",
+        "Simulate Helm and helm-controller on a cluster profile and predict each release's outcome.",
+    ),
+    "status": (
+        "helmsim.cli.status",
+        "Compute the kstatus status of live objects, as helm-controller's readers see them.",
+    ),
+    "test": (
+        "helmsim.cli.test",
+        "Run scenario files and check every expectation, with the trace as evidence.",
+    ),
+    "profiles": ("helmsim.cli.profiles", "List, show, import, calibrate and diff cluster profiles."),
+}
+"""Each command: the module that registers it and the summary ``--help`` lists (the first
+paragraph of its docstring; tests/cli/test_lazy_commands.py keeps the two equal)."""
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root command group, importing a command's module only when that command runs.
+
+    ``helmsim --help`` lists :data:`COMMANDS` without importing any of them (importing them all
+    loads the whole simulator and tripled start-up).
+    """
+
+    _listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(n for n in self.commands if n not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = self.commands.get(cmd_name)
+        if found is not None or cmd_name not in COMMANDS:
+            return found
+        module, summary = COMMANDS[cmd_name]
+        if self._listing:  # the summary is all --help shows
+            return typer.core.TyperCommand(name=cmd_name, short_help=summary, rich_markup_mode=self.rich_markup_mode)
+        importlib.import_module(module)
+        built = _registered(cmd_name)
+        if built is not None:
+            self.commands[cmd_name] = built
+        return built
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click_exceptions.UsageError as err:  # Typer suggests among the loaded commands only
+            close = difflib.get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if close and "Did you mean" not in err.message:
+                err.message = err.message.rstrip(".") + ". Did you mean " + ", ".join(map(repr, close)) + "?"
+            raise
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def _registered(name: str) -> click.Command | None:
+    """The click command of ``name`` as registered on :data:`app` by its module."""
+    for info in app.registered_commands:
+        if info.name == name:
+            return typer.main.get_command_from_info(
+                info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+            )
+    for group in app.registered_groups:
+        if group.name == name:
+            return typer.main.get_group_from_info(
+                group,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                suggest_commands=app.suggest_commands,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+    return None
+
+
 app = typer.Typer(
+    cls=LazyGroup,
     name="helmsim",
     help="Rehearse Helm and Flux rollouts offline: render, plan, simulate and explain.",
     no_args_is_help=True,

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import IO, Any
-from xml.etree import ElementTree as ET
+from typing import IO, TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderHook, RenderResult
 from rich.measure import Measurement
@@ -24,6 +23,9 @@ from rich.segment import Segment
 from rich.text import Text
 
 from helmsim.redaction import redact_object, scrub
+
+if TYPE_CHECKING:  # every command imports this module at start-up; only the XML reports need ET
+    from xml.etree import ElementTree as ET
 
 # C0 controls but tab and newline, DEL, C1 controls, and the invisible format characters that
 # reorder or hide text on a terminal (bidi overrides and isolates, line/paragraph separators).
