@@ -352,6 +352,9 @@ class BehaviourContext:
     catalog: Sequence[Any] | None = None
     """Catalog entries (:class:`helmsim.cluster.catalog.CompiledEntry`), the user's first;
     ``None``: the built-in catalog."""
+    compiled: dict[int, tuple[Mapping[str, Any], Any]] = field(default_factory=dict, compare=False, repr=False)
+    """Policies compiled so far, by ``id`` of the manifest (kept alive beside its result); the
+    kubelet shares one across contexts so each policy is compiled once."""
 
 
 # --- the model ------------------------------------------------------------------------------------
@@ -527,10 +530,16 @@ def _selecting_policies(pod: Mapping[str, Any], ctx: BehaviourContext) -> list[M
     peer = pod_peer(net_pod, view)
     out = []
     for doc in ctx.policies:
-        try:
-            compiled = PolicySet.from_manifests([doc])
-        except InputError:
-            continue  # not enforced: the enforcer cannot import it (helmsim.cluster.netstate)
+        cached = ctx.compiled.get(id(doc))
+        if cached is None or cached[0] is not doc:
+            try:
+                cached = (doc, PolicySet.from_manifests([doc]))
+            except InputError:
+                cached = (doc, None)  # not enforced: the enforcer cannot import it (helmsim.cluster.netstate)
+            ctx.compiled[id(doc)] = cached
+        compiled = cached[1]
+        if compiled is None:
+            continue
         if any(p.selects(peer) for p in compiled.k8s) or any(
             p.selects(peer) for p in compiled.cilium
         ):

@@ -24,10 +24,6 @@ WatchFn = Callable[[str, dict[str, Any]], None]
 _SERVER_META = ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp")
 
 
-def _first(pair: tuple[Key, Any]) -> Key:
-    return pair[0]
-
-
 def clone(value: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
     ``copy.deepcopy``, which the store calls on every write."""
@@ -41,24 +37,106 @@ def clone(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-class _KindIndexed(dict):  # type: ignore[type-arg]
-    """``Key -> object`` with a per-kind index, so listing one kind does not scan the store."""
+Scope = tuple[str, str]
+"""``(kind, namespace)``."""
+
+
+class _Indexed(dict):  # type: ignore[type-arg]
+    """``Key -> object`` with the indexes the controllers' reads need, kept by every write.
+
+    Per kind and per (kind, namespace): the keys in sorted order (rebuilt only after a key is
+    added or removed); per (kind, namespace) and label pair: the keys carrying it; per owner
+    uid: the keys of its dependents (``metadata.ownerReferences``). Objects are replaced, never
+    mutated in place, so an index entry changes only when ``__setitem__`` or ``pop`` runs.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self._kinds: dict[str, dict[Key, dict[str, Any]]] = defaultdict(dict)
+        self._scopes: dict[Scope, dict[Key, dict[str, Any]]] = defaultdict(dict)
+        self._sorted: dict[str | Scope, list[Key]] = {}
+        self._labels: dict[Scope, dict[tuple[str, str], set[Key]]] = defaultdict(lambda: defaultdict(set))
+        self._dependents: dict[str, set[Key]] = defaultdict(set)
+        self._indexed: dict[Key, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
+        self._seq: dict[Key, int] = {}
+        self._next = 0
 
     def __setitem__(self, key: Key, value: dict[str, Any]) -> None:
+        added = key not in self
         super().__setitem__(key, value)
-        self._kinds[key[0]][key] = value
+        kind, ns, _ = key
+        self._kinds[kind][key] = value
+        self._scopes[(kind, ns)][key] = value
+        if added:
+            self._next += 1
+            self._seq[key] = self._next
+            self._sorted.pop(kind, None)
+            self._sorted.pop((kind, ns), None)
+        meta = value.get("metadata") or {}
+        labels = tuple((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())
+        owners = tuple(str(o.get("uid")) for o in meta.get("ownerReferences") or () if o.get("uid"))
+        entry = (labels, owners)
+        previous = self._indexed.get(key)
+        if previous != entry:
+            if previous is not None:
+                self._unindex(key, previous)
+            self._indexed[key] = entry
+            by_label = self._labels[(kind, ns)]
+            for pair in labels:
+                by_label[pair].add(key)
+            for uid in owners:
+                self._dependents[uid].add(key)
+
+    def _unindex(self, key: Key, entry: tuple[tuple[tuple[str, str], ...], tuple[str, ...]]) -> None:
+        labels, owners = entry
+        by_label = self._labels[(key[0], key[1])]
+        for pair in labels:
+            by_label[pair].discard(key)
+        for uid in owners:
+            self._dependents[uid].discard(key)
 
     def __delitem__(self, key: Key) -> None:
-        super().__delitem__(key)
-        self._kinds[key[0]].pop(key, None)
+        self.pop(key)
 
     def pop(self, key: Key, *default: Any) -> Any:  # type: ignore[override]
-        self._kinds[key[0]].pop(key, None)
+        if key in self:
+            kind, ns, _ = key
+            self._kinds[kind].pop(key, None)
+            self._scopes[(kind, ns)].pop(key, None)
+            self._sorted.pop(kind, None)
+            self._sorted.pop((kind, ns), None)
+            self._seq.pop(key, None)
+            entry = self._indexed.pop(key, None)
+            if entry is not None:
+                self._unindex(key, entry)
         return super().pop(key, *default)
+
+    def sorted_keys(self, kind: str, namespace: str | None) -> list[Key]:
+        """The keys of ``kind`` (in ``namespace`` when given), sorted."""
+        scope: str | Scope = kind if namespace is None else (kind, namespace)
+        keys = self._sorted.get(scope)
+        if keys is None:
+            source = self._kinds.get(kind, {}) if namespace is None else self._scopes.get((kind, namespace), {})
+            keys = self._sorted[scope] = sorted(source)
+        return keys
+
+    def labelled(self, kind: str, namespace: str, pairs: Iterable[tuple[str, str]]) -> set[Key] | None:
+        """Keys of ``kind`` in ``namespace`` carrying every label pair (None: no pairs given)."""
+        by_label = self._labels.get((kind, namespace))
+        found: set[Key] | None = None
+        for pair in pairs:
+            keys = by_label.get(pair) if by_label is not None else None
+            if not keys:
+                return set()
+            found = set(keys) if found is None else found & keys
+            if not found:
+                return found
+        return found
+
+    def dependents(self, uid: str) -> list[Key]:
+        """Keys of the objects with an ownerReference to ``uid``, in the order they were stored
+        (the order a scan of the store meets them)."""
+        return sorted(self._dependents.get(uid) or (), key=self._seq.__getitem__)
 
     def of_kind(self, kind: str) -> list[tuple[Key, dict[str, Any]]]:
         return list(self._kinds.get(kind, {}).items())
@@ -127,7 +205,7 @@ class Store:
 
     def __init__(self, sim: Simulation) -> None:
         self._sim = sim
-        self._objects: _KindIndexed = _KindIndexed()
+        self._objects: _Indexed = _Indexed()
         self._watchers: dict[str, list[WatchFn]] = defaultdict(list)
         self._uid = 0
         self._rv = 0
@@ -137,6 +215,7 @@ class Store:
         self.pods_baseline = 0
         # What each field manager last applied, per object: server-side apply's field ownership.
         self._applied: dict[tuple[Key, str], dict[str, Any]] = {}
+        self._writes: dict[str, int] = defaultdict(int)
         self.admission: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
         """Called on every create (API server admission); may mutate, or raise ApiError."""
         self.availability: Availability | None = None
@@ -193,12 +272,34 @@ class Store:
         selector: Mapping[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """Objects of ``kind`` (in ``namespace`` when given) matching a LabelSelector, by name."""
-        return [
-            obj
-            for (_, ns, _), obj in sorted(self._objects.of_kind(kind), key=_first)
-            if (namespace is None or ns == namespace)
-            and (selector is None or matches_selector(selector, _labels(obj)))
-        ]
+        objects = self._objects
+        if selector and namespace is not None:
+            pairs = [(str(k), str(v)) for k, v in (selector.get("matchLabels") or {}).items()]
+            candidates = objects.labelled(kind, namespace, pairs) if pairs else None
+            if candidates is not None:
+                return [
+                    objects[k] for k in sorted(candidates) if matches_selector(selector, _labels(objects[k]))
+                ]
+        keys = objects.sorted_keys(kind, namespace)
+        if selector is None:
+            return [objects[k] for k in keys]
+        return [objects[k] for k in keys if matches_selector(selector, _labels(objects[k]))]
+
+    def select(self, kind: str, namespace: str, selector: Mapping[str, str] | None) -> list[dict[str, Any]]:
+        """Objects of ``kind`` in ``namespace`` a map selector (``Service.spec.selector``) selects,
+        by name; an empty or absent selector selects nothing (``matches_map``)."""
+        if not selector:
+            return []
+        objects = self._objects
+        found = objects.labelled(kind, namespace, ((str(k), str(v)) for k, v in selector.items()))
+        return [objects[k] for k in sorted(found or ())]
+
+    def owned_by(self, kind: str, uid: str | None) -> list[dict[str, Any]]:
+        """Objects of ``kind`` with an ownerReference to ``uid``, by key."""
+        if not uid:
+            return []
+        objects = self._objects
+        return [objects[k] for k in sorted(objects.dependents(uid)) if k[0] == kind]
 
     def all(self) -> list[dict[str, Any]]:
         """Every object, in a stable order."""
@@ -358,7 +459,7 @@ class Store:
         self._notify("DELETED", obj)
         uid = obj["metadata"].get("uid")
         # kubernetes pkg/controller/garbagecollector: dependents of a deleted owner are deleted.
-        for dep in [o for o in self._objects.values() if _owned_by(o, uid)]:
+        for dep in [self._objects[k] for k in self._objects.dependents(str(uid))] if uid else []:
             k, ns, n = key_of(dep)
             grace = self._sim.pod_grace(dep) if k == "Pod" else 0.0
             self._sim.after(self._sim.latency("controller_sync"), self._gc, k, ns, n, grace, ev.id)
@@ -386,8 +487,14 @@ class Store:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
 
+    def writes(self, kind: str) -> int:
+        """How many writes to ``kind`` so far (a cache of what a kind holds is stale when it grew)."""
+        return self._writes.get(kind, 0)
+
     def _notify(self, event: str, obj: dict[str, Any]) -> None:
-        for fn in list(self._watchers.get(str(obj.get("kind")), ())):
+        kind = str(obj.get("kind"))
+        self._writes[kind] += 1
+        for fn in list(self._watchers.get(kind, ())):
             fn(event, obj)
 
 
@@ -472,12 +579,6 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
 def _group(obj: Mapping[str, Any]) -> str:
     api = str(obj.get("apiVersion", ""))
     return api.rsplit("/", 1)[0] if "/" in api else ""
-
-
-def _owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
-    if not uid:
-        return False
-    return any(o.get("uid") == uid for o in (obj.get("metadata") or {}).get("ownerReferences") or ())
 
 
 def owner_reference(owner: Mapping[str, Any], *, controller: bool = True) -> dict[str, Any]:

@@ -15,6 +15,7 @@ resync period (a restart happens exactly when its back-off expires), ephemeral a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import ipaddress
 import math
@@ -243,6 +244,40 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
     )
 
 
+_CONTEXT_KINDS = (
+    "NetworkPolicy",
+    "CiliumNetworkPolicy",
+    "CiliumClusterwideNetworkPolicy",
+    "RoleBinding",
+    "ClusterRoleBinding",
+    "Role",
+    "ClusterRole",
+    "ConfigMap",
+    "Service",
+    "Namespace",
+)
+"""The kinds :func:`behaviour_context` reads from the store."""
+
+
+class BehaviourContexts:
+    """:func:`behaviour_context` per namespace, rebuilt only after a write to a kind it reads;
+    every context shares one cache of compiled policies."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self._cached: dict[str, tuple[tuple[int, ...], BehaviourContext]] = {}
+        self._compiled: dict[int, tuple[Mapping[str, Any], Any]] = {}
+
+    def get(self, pod: Mapping[str, Any]) -> BehaviourContext:
+        ns = str((pod.get("metadata") or {}).get("namespace") or "default")
+        stamp = tuple(self.sim.store.writes(k) for k in _CONTEXT_KINDS)
+        hit = self._cached.get(ns)
+        if hit is None or hit[0] != stamp:
+            ctx = dataclasses.replace(behaviour_context(self.sim, pod), compiled=self._compiled)
+            hit = self._cached[ns] = (stamp, ctx)
+        return hit[1]
+
+
 class Kubelet(Controller):
     """Runs the pods bound to the profile's nodes (one kubelet for all nodes)."""
 
@@ -253,6 +288,7 @@ class Kubelet(Controller):
         super().__init__(sim)
         self.net = network_state(sim)
         self.runtimes: dict[Key, PodRuntime] = {}
+        self.contexts = BehaviourContexts(sim)
         self.images: dict[str, set[str]] = defaultdict(set)
         self._ips: dict[str, int] = {}
         self.assumed_images: set[str] = set()
@@ -548,7 +584,7 @@ class PodRuntime:
             pod = self.store.get("Pod", *self.key)
             if pod is None:
                 return
-            self.model = model_pod(pod, behaviour_context(self.sim, pod))
+            self.model = model_pod(pod, self.k.contexts.get(pod))
             for container, note in self.model.notes:
                 self.log("behaviour", f"{container}: {note}", cause, container=container)
             running.note_assumptions(self, cause)

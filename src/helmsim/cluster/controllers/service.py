@@ -84,8 +84,37 @@ class ServiceController(Controller):
         super().__init__(sim)
         self.addressing = _profile_addressing(sim.profile)
         self._reported_lb: set[str] = set()
+        # the Service IP index: who holds each ClusterIP and NodePort, kept by every Service write
+        self._ips: dict[str, set[Key]] = {}
+        self._ports: dict[int, set[Key]] = {}
+        self._held: dict[Key, tuple[str | None, tuple[int, ...]]] = {}
+        for svc in self.store.list("Service"):
+            self._index("ADDED", svc)
+
+    def _index(self, event: str, svc: Mapping[str, Any]) -> None:
+        meta = svc["metadata"]
+        key = (meta.get("namespace") or "", meta["name"])
+        spec = svc.get("spec") or {}
+        ip = spec.get("clusterIP")
+        held = (
+            None if event == "DELETED" or not ip or ip == "None" else str(ip),
+            () if event == "DELETED" else tuple(int(p["nodePort"]) for p in spec.get("ports") or [] if p.get("nodePort")),
+        )
+        before = self._held.get(key, (None, ()))
+        if held == before:
+            return
+        if before[0] is not None:
+            self._ips[before[0]].discard(key)
+        for port in before[1]:
+            self._ports[port].discard(key)
+        self._held[key] = held
+        if held[0] is not None:
+            self._ips.setdefault(held[0], set()).add(key)
+        for port in held[1]:
+            self._ports.setdefault(port, set()).add(key)
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
+        self._index(event, obj)
         if event == "DELETED":
             return
         meta = obj["metadata"]
@@ -98,16 +127,10 @@ class ServiceController(Controller):
             trigger_cause(self.sim, obj),
         )
 
-    def _used_ips(self, exclude: Key) -> set[str]:
-        used = {self.addressing.apiserver_cluster_ip, self.addressing.kube_dns_cluster_ip}
-        for svc in self.store.list("Service"):
-            meta = svc["metadata"]
-            if (meta.get("namespace") or "", meta["name"]) == exclude:
-                continue
-            ip = (svc.get("spec") or {}).get("clusterIP")
-            if ip and ip != "None":
-                used.add(ip)
-        return used
+    def _ip_taken(self, ip: str, exclude: Key) -> bool:
+        if ip in (self.addressing.apiserver_cluster_ip, self.addressing.kube_dns_cluster_ip):
+            return True
+        return bool(self._ips.get(ip, set()) - {exclude})
 
     def allocate_ip(self, key: Key) -> str:
         """A free ClusterIP for ``key`` in the dynamic band of the service CIDR (deterministic)."""
@@ -115,28 +138,19 @@ class ServiceController(Controller):
         size = net.num_addresses - 2 if net.version == 4 else min(net.num_addresses - 1, 2**16)
         offset = _range_offset(size)
         band = max(1, size - offset)
-        used = self._used_ips(key)
         start = _hash(f"{key[0]}/{key[1]}") % band
         for i in range(band):
             ip = str(net.network_address + 1 + offset + (start + i) % band)
-            if ip not in used:
+            if not self._ip_taken(ip, key):
                 return ip
         for i in range(offset):  # dynamic band full: the static band is used as well
             ip = str(net.network_address + 1 + i)
-            if ip not in used:
+            if not self._ip_taken(ip, key):
                 return ip
         raise RuntimeError(f"service CIDR {net} is exhausted")
 
     def _used_ports(self, exclude: Key) -> set[int]:
-        used: set[int] = set()
-        for svc in self.store.list("Service"):
-            meta = svc["metadata"]
-            if (meta.get("namespace") or "", meta["name"]) == exclude:
-                continue
-            for port in (svc.get("spec") or {}).get("ports") or []:
-                if port.get("nodePort"):
-                    used.add(int(port["nodePort"]))
-        return used
+        return {port for port, holders in self._ports.items() if holders - {exclude}}
 
     def _reconcile(self, ns: str, name: str, cause: int | None) -> None:
         svc = self.store.get("Service", ns, name)
@@ -230,6 +244,7 @@ class EndpointsController(Controller):
         super().__init__(sim)
         self.writer = EndpointsWriter(sim)
         self.queue = KeyedQueue(sim, self.writer.sync)
+        self._pod_labels: dict[Key, Mapping[str, str]] = {}
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
         sync = self.sim.latency("controller_sync")
@@ -238,8 +253,19 @@ class EndpointsController(Controller):
         if obj.get("kind") == "Service":
             self.queue.add_after((ns, obj["metadata"]["name"]), sync, cause)
             return
+        # pkg/controller/endpoint endpoints_controller.go addPod/updatePod/deletePod: only the
+        # Services whose selector matches the pod's labels, old and new
+        # (pkg/controller/util/endpoint controller_utils.go GetServicesToUpdateOnPodChange).
+        key = (ns, obj["metadata"]["name"])
+        labels = obj["metadata"].get("labels") or {}
+        old = self._pod_labels.get(key, labels)
+        if event == "DELETED":
+            self._pod_labels.pop(key, None)
+        else:
+            self._pod_labels[key] = labels
         for svc in self.store.list("Service", ns):
-            if (svc.get("spec") or {}).get("selector"):
+            selector = (svc.get("spec") or {}).get("selector")
+            if selector:
                 self.queue.add_after((ns, svc["metadata"]["name"]), sync, cause)
 
 
@@ -263,14 +289,9 @@ class EndpointsWriter:
             return
         publish = bool(spec.get("publishNotReadyAddresses"))
         groups: dict[tuple[Any, ...], list[tuple[dict[str, Any], bool]]] = {}
-        for pod in self.store.list("Pod", ns):
-            labels = pod["metadata"].get("labels") or {}
+        for pod in self.store.select("Pod", ns, selector):
             ip = (pod.get("status") or {}).get("podIP")
-            if (
-                not matches_map(selector, labels)
-                or not ip
-                or pod_phase(pod) in ("Succeeded", "Failed")
-            ):
+            if not ip or pod_phase(pod) in ("Succeeded", "Failed"):
                 continue
             ports = tuple(
                 (p.get("name") or "", _resolve_port(p, pod), p.get("protocol", "TCP"))
@@ -366,11 +387,7 @@ class EndpointsWriter:
     ) -> None:
         """pkg/controller/endpointslice reconciler.go: one slice per port set (≤ 100 endpoints)."""
         ns, name = svc["metadata"].get("namespace") or "", svc["metadata"]["name"]
-        existing = [
-            s
-            for s in self.store.list("EndpointSlice", ns)
-            if (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == name
-        ]
+        existing = self.store.list("EndpointSlice", ns, {"matchLabels": {SERVICE_NAME_LABEL: name}})
         by_ports = {str(s.get("ports")): s for s in existing}
         labels = {
             **(svc["metadata"].get("labels") or {}),

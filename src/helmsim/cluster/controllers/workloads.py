@@ -155,10 +155,11 @@ def owned(store: Store, kind: str, owner: Mapping[str, Any]) -> list[dict[str, A
     """Objects of ``kind`` in the owner's namespace whose controller is ``owner`` (by uid)."""
     meta = owner.get("metadata") or {}
     uid = meta.get("uid")
+    ns = meta.get("namespace") or ""
     out = []
-    for obj in store.list(kind, meta.get("namespace") or ""):
+    for obj in store.owned_by(kind, uid):  # the store's owner index, in name order
         ref = controller_ref(obj)
-        if ref is not None and ref.get("uid") == uid:
+        if ref is not None and ref.get("uid") == uid and (obj["metadata"].get("namespace") or "") == ns:
             out.append(obj)
     return out
 
