@@ -200,3 +200,28 @@ def test_endpoints_follow_pod_readiness_and_deletion() -> None:
         for s in sim.store.list("EndpointSlice", "default")
         if s["metadata"]["name"].startswith("web-")
     ] == []
+
+
+def test_a_pod_write_queues_only_the_services_selecting_it() -> None:
+    # pkg/controller/endpoint endpoints_controller.go updatePod: old and new labels' Services only
+    from helmsim.cluster.controllers.service import EndpointsController
+
+    sim = make_sim()
+    (ctrl,) = [c for c in sim.controllers if isinstance(c, EndpointsController)]
+    for name in ("a", "b", "c"):
+        sim.store.create(service(name), actor="helm")
+    sim.run(until=5.0)
+    sim.store.create(pod("p", "a", "10.244.0.5"), actor="kubelet")
+    assert ctrl.queue.pending(("default", "a")) is not None
+    assert ctrl.queue.pending(("default", "b")) is None and ctrl.queue.pending(("default", "c")) is None
+    sim.run(until=10.0)
+    live = sim.store.get("Pod", "default", "p")
+    assert live is not None
+    sim.store.update({**live, "metadata": {**live["metadata"], "labels": {"app": "b"}}}, actor="t")
+    assert ctrl.queue.pending(("default", "a")) is not None  # it loses the pod
+    assert ctrl.queue.pending(("default", "b")) is not None  # it gains it
+    assert ctrl.queue.pending(("default", "c")) is None
+    sim.run(until=15.0)
+    eps = {n: sim.store.get("Endpoints", "default", n) for n in ("a", "b")}
+    assert "subsets" not in eps["a"]  # type: ignore[operator]
+    assert eps["b"]["subsets"][0]["addresses"][0]["ip"] == "10.244.0.5"  # type: ignore[index]

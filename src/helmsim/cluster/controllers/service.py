@@ -265,7 +265,7 @@ class EndpointsController(Controller):
             self._pod_labels[key] = labels
         for svc in self.store.list("Service", ns):
             selector = (svc.get("spec") or {}).get("selector")
-            if selector:
+            if selector and (matches_map(selector, labels) or (old is not labels and matches_map(selector, old))):
                 self.queue.add_after((ns, svc["metadata"]["name"]), sync, cause)
 
 
