@@ -123,3 +123,22 @@ def test_deleting_an_owner_collects_its_dependents_in_store_order() -> None:
     sim.run(until=5.0)
     deleted = [e.obj for e in sim.trace if e.what == "deleted" and e.obj.startswith("Pod/")]
     assert deleted == ["Pod/a/z", "Pod/a/x", "Pod/a/y"]  # the order they were created in
+
+
+def test_node_load_counts_bound_pods_that_have_not_finished() -> None:
+    sim = _sim()
+    store = sim.store
+
+    def pod(name: str, node: str | None, phase: str) -> dict[str, Any]:
+        return {**_obj("Pod", "a", name, {}), "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+
+    store.create(pod("p1", "n1", "Running"), actor="t")
+    store.create(pod("p2", "n1", "Pending"), actor="t")
+    store.create(pod("p3", None, "Pending"), actor="t")
+    store.create(pod("p4", "n2", "Succeeded"), actor="t")
+    assert {n: c for n, c in store.node_load().items() if c} == {"n1": 2}
+    store.update_status("Pod", "a", "p1", {"phase": "Failed"}, actor="t")
+    store.update(pod("p3", "n2", "Pending"), actor="t")
+    assert {n: c for n, c in store.node_load().items() if c} == {"n1": 1, "n2": 1}
+    store.delete("Pod", "a", "p2", actor="t")
+    assert {n: c for n, c in store.node_load().items() if c} == {"n2": 1}

@@ -327,6 +327,75 @@ class Faults(Protocol):
     def provision_delay(self, claim: Mapping[str, Any], provisioner: str) -> float | None: ...
 
 
+class PolicyCache:
+    """Policy manifests compiled once each, and per list of manifests an index by namespace and
+    label of the Kubernetes NetworkPolicies' pod selectors (a pod is checked only against the
+    policies that can select it). Manifests are keyed by identity and kept alive here: the
+    store replaces an object on every write, so a changed policy is a new manifest."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[int, tuple[Mapping[str, Any], Any]] = {}
+        self._indexes: dict[int, tuple[Sequence[Mapping[str, Any]], _PolicyIndex]] = {}
+
+    def compiled(self, doc: Mapping[str, Any]) -> Any:
+        """``doc`` as a ``PolicySet``; None when the enforcer cannot import it
+        (helmsim.cluster.netstate: not enforced)."""
+        from helmsim.cluster.network.policies import PolicySet
+
+        hit = self._compiled.get(id(doc))
+        if hit is None or hit[0] is not doc:
+            try:
+                hit = (doc, PolicySet.from_manifests([doc]))
+            except InputError:
+                hit = (doc, None)
+            self._compiled[id(doc)] = hit
+        return hit[1]
+
+    def candidates(
+        self, policies: Sequence[Mapping[str, Any]], namespace: str, labels: Mapping[str, str]
+    ) -> list[tuple[Mapping[str, Any], Any]]:
+        """(manifest, compiled) of the ``policies`` that may select a pod of ``namespace`` with
+        ``labels``, in their order; the caller still asks each whether it selects the pod."""
+        hit = self._indexes.get(id(policies))
+        if hit is None or hit[0] is not policies:
+            hit = self._indexes[id(policies)] = (policies, _PolicyIndex(self, policies))
+        return hit[1].candidates(namespace, labels)
+
+
+class _PolicyIndex:
+    def __init__(self, cache: PolicyCache, policies: Sequence[Mapping[str, Any]]) -> None:
+        self.entries: list[tuple[Mapping[str, Any], Any]] = []
+        self.always: list[int] = []
+        self.by_namespace: dict[str, list[int]] = {}
+        self.by_label: dict[tuple[str, str, str], list[int]] = {}
+        for doc in policies:
+            compiled = cache.compiled(doc)
+            if compiled is None:
+                continue
+            i = len(self.entries)
+            self.entries.append((doc, compiled))
+            if compiled.cilium or len(compiled.k8s) != 1:
+                self.always.append(i)
+                continue
+            (np,) = compiled.k8s
+            # a NetworkPolicy selects pods of its own namespace only, and a one-value In
+            # requirement (a matchLabels pair) only pods carrying that label
+            pairs = [
+                (r.key, next(iter(r.values))) for r in np.pod_selector.requirements if r.operator == "In" and len(r.values) == 1
+            ]
+            if pairs:
+                self.by_label.setdefault((np.namespace, *pairs[0]), []).append(i)
+            else:
+                self.by_namespace.setdefault(np.namespace, []).append(i)
+
+    def candidates(self, namespace: str, labels: Mapping[str, str]) -> list[tuple[Mapping[str, Any], Any]]:
+        found = set(self.always)
+        found.update(self.by_namespace.get(namespace, ()))
+        for k, v in labels.items():
+            found.update(self.by_label.get((namespace, k, v), ()))
+        return [self.entries[i] for i in sorted(found)]
+
+
 @dataclass(frozen=True)
 class BehaviourContext:
     """What the simulation knows when the model is built (all plain manifests).
@@ -352,9 +421,9 @@ class BehaviourContext:
     catalog: Sequence[Any] | None = None
     """Catalog entries (:class:`helmsim.cluster.catalog.CompiledEntry`), the user's first;
     ``None``: the built-in catalog."""
-    compiled: dict[int, tuple[Mapping[str, Any], Any]] = field(default_factory=dict, compare=False, repr=False)
-    """Policies compiled so far, by ``id`` of the manifest (kept alive beside its result); the
-    kubelet shares one across contexts so each policy is compiled once."""
+    policy_cache: PolicyCache = field(default_factory=lambda: PolicyCache(), compare=False, repr=False)
+    """Policies compiled and indexed so far; the kubelet shares one across contexts so each
+    policy is compiled once."""
 
 
 # --- the model ------------------------------------------------------------------------------------
@@ -515,7 +584,6 @@ def _selecting_policies(pod: Mapping[str, Any], ctx: BehaviourContext) -> list[M
     from helmsim.cluster.network.flows import pod_peer
     from helmsim.cluster.network.model import ClusterView
     from helmsim.cluster.network.model import Pod as NetPod
-    from helmsim.cluster.network.policies import PolicySet
 
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -529,17 +597,7 @@ def _selecting_policies(pod: Mapping[str, Any], ctx: BehaviourContext) -> list[M
     view = ClusterView(namespaces={namespace: ctx.namespace_labels.get(namespace, {})})
     peer = pod_peer(net_pod, view)
     out = []
-    for doc in ctx.policies:
-        cached = ctx.compiled.get(id(doc))
-        if cached is None or cached[0] is not doc:
-            try:
-                cached = (doc, PolicySet.from_manifests([doc]))
-            except InputError:
-                cached = (doc, None)  # not enforced: the enforcer cannot import it (helmsim.cluster.netstate)
-            ctx.compiled[id(doc)] = cached
-        compiled = cached[1]
-        if compiled is None:
-            continue
+    for doc, compiled in ctx.policy_cache.candidates(ctx.policies, namespace, net_pod.labels):
         if any(p.selects(peer) for p in compiled.k8s) or any(
             p.selects(peer) for p in compiled.cilium
         ):

@@ -60,6 +60,9 @@ class _Indexed(dict):  # type: ignore[type-arg]
         self._indexed: dict[Key, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
         self._seq: dict[Key, int] = {}
         self._next = 0
+        self._pod_node: dict[Key, str] = {}
+        self.node_load: dict[str, int] = defaultdict(int)
+        """Pods bound to each node and not Succeeded or Failed (the scheduler's spreading count)."""
 
     def __setitem__(self, key: Key, value: dict[str, Any]) -> None:
         added = key not in self
@@ -72,6 +75,8 @@ class _Indexed(dict):  # type: ignore[type-arg]
             self._seq[key] = self._next
             self._sorted.pop(kind, None)
             self._sorted.pop((kind, ns), None)
+        if kind == "Pod":
+            self._place(key, value)
         meta = value.get("metadata") or {}
         labels = tuple((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())
         owners = tuple(str(o.get("uid")) for o in meta.get("ownerReferences") or () if o.get("uid"))
@@ -86,6 +91,22 @@ class _Indexed(dict):  # type: ignore[type-arg]
                 by_label[pair].add(key)
             for uid in owners:
                 self._dependents[uid].add(key)
+
+    def _place(self, key: Key, pod: Mapping[str, Any] | None) -> None:
+        node = None
+        if pod is not None:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                node = None
+        before = self._pod_node.get(key)
+        if before == node:
+            return
+        if before is not None:
+            self.node_load[before] -= 1
+            del self._pod_node[key]
+        if node:
+            self._pod_node[key] = str(node)
+            self.node_load[str(node)] += 1
 
     def _unindex(self, key: Key, entry: tuple[tuple[tuple[str, str], ...], tuple[str, ...]]) -> None:
         labels, owners = entry
@@ -106,6 +127,8 @@ class _Indexed(dict):  # type: ignore[type-arg]
             self._sorted.pop(kind, None)
             self._sorted.pop((kind, ns), None)
             self._seq.pop(key, None)
+            if kind == "Pod":
+                self._place(key, None)
             entry = self._indexed.pop(key, None)
             if entry is not None:
                 self._unindex(key, entry)
@@ -293,6 +316,10 @@ class Store:
         objects = self._objects
         found = objects.labelled(kind, namespace, ((str(k), str(v)) for k, v in selector.items()))
         return [objects[k] for k in sorted(found or ())]
+
+    def node_load(self) -> Mapping[str, int]:
+        """Pods bound to each node that are not Succeeded or Failed (read-only)."""
+        return self._objects.node_load
 
     def owned_by(self, kind: str, uid: str | None) -> list[dict[str, Any]]:
         """Objects of ``kind`` with an ownerReference to ``uid``, by key."""

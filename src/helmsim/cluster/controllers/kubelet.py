@@ -30,6 +30,7 @@ from helmsim.cluster.behaviour import (
     BehaviourContext,
     ContainerModel,
     PodModel,
+    PolicyCache,
     model_pod,
 )
 from helmsim.cluster.engine import Controller, Simulation
@@ -266,14 +267,14 @@ class BehaviourContexts:
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
         self._cached: dict[str, tuple[tuple[int, ...], BehaviourContext]] = {}
-        self._compiled: dict[int, tuple[Mapping[str, Any], Any]] = {}
+        self._policies = PolicyCache()
 
     def get(self, pod: Mapping[str, Any]) -> BehaviourContext:
         ns = str((pod.get("metadata") or {}).get("namespace") or "default")
         stamp = tuple(self.sim.store.writes(k) for k in _CONTEXT_KINDS)
         hit = self._cached.get(ns)
         if hit is None or hit[0] != stamp:
-            ctx = dataclasses.replace(behaviour_context(self.sim, pod), compiled=self._compiled)
+            ctx = dataclasses.replace(behaviour_context(self.sim, pod), policy_cache=self._policies)
             hit = self._cached[ns] = (stamp, ctx)
         return hit[1]
 

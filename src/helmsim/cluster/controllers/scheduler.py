@@ -279,12 +279,8 @@ class Scheduler(Controller):
         if not feasible:
             self._unschedulable(pod, fit_error(len(nodes), reasons=reasons), cause, ())
             return
-        load: dict[str, int] = defaultdict(int)
-        for p in self.store.list("Pod"):
-            n = (p.get("spec") or {}).get("nodeName")
-            if n and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                load[n] += 1
-        node = min(feasible, key=lambda n: (load[n], n))
+        load = self.store.node_load()  # bound pods not Succeeded/Failed, indexed by the store
+        node = min(feasible, key=lambda n: (load.get(n, 0), n))
         if to_bind:
             self._select_node_for_claims(pod, key, node, to_bind, cause)
             return

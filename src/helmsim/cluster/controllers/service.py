@@ -245,28 +245,50 @@ class EndpointsController(Controller):
         self.writer = EndpointsWriter(sim)
         self.queue = KeyedQueue(sim, self.writer.sync)
         self._pod_labels: dict[Key, Mapping[str, str]] = {}
+        # Services by each label pair of their selector, per namespace: the Services a pod's
+        # labels can match are among those indexed under one of its pairs
+        self._selectors: dict[Key, Mapping[str, str]] = {}
+        self._by_pair: dict[tuple[str, str, str], set[str]] = {}
 
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
         sync = self.sim.latency("controller_sync")
         ns = obj["metadata"].get("namespace") or ""
         cause = trigger_cause(self.sim, obj)
+        key = (ns, obj["metadata"]["name"])
         if obj.get("kind") == "Service":
-            self.queue.add_after((ns, obj["metadata"]["name"]), sync, cause)
+            self._index_service(key, None if event == "DELETED" else (obj.get("spec") or {}).get("selector"))
+            self.queue.add_after(key, sync, cause)
             return
         # pkg/controller/endpoint endpoints_controller.go addPod/updatePod/deletePod: only the
         # Services whose selector matches the pod's labels, old and new
         # (pkg/controller/util/endpoint controller_utils.go GetServicesToUpdateOnPodChange).
-        key = (ns, obj["metadata"]["name"])
         labels = obj["metadata"].get("labels") or {}
         old = self._pod_labels.get(key, labels)
         if event == "DELETED":
             self._pod_labels.pop(key, None)
         else:
             self._pod_labels[key] = labels
-        for svc in self.store.list("Service", ns):
-            selector = (svc.get("spec") or {}).get("selector")
-            if selector and (matches_map(selector, labels) or (old is not labels and matches_map(selector, old))):
-                self.queue.add_after((ns, svc["metadata"]["name"]), sync, cause)
+        for name in self._services_selecting(ns, labels, old):
+            self.queue.add_after((ns, name), sync, cause)
+
+    def _index_service(self, key: Key, selector: Mapping[str, str] | None) -> None:
+        ns, name = key
+        for k, v in (self._selectors.pop(key, None) or {}).items():
+            self._by_pair[(ns, str(k), str(v))].discard(name)
+        if selector:
+            self._selectors[key] = selector
+            for k, v in selector.items():
+                self._by_pair.setdefault((ns, str(k), str(v)), set()).add(name)
+
+    def _services_selecting(self, ns: str, *label_sets: Mapping[str, str]) -> list[str]:
+        """Names of the Services of ``ns`` whose selector matches any of ``label_sets``, sorted."""
+        found: set[str] = set()
+        for labels in label_sets:
+            for k, v in labels.items():
+                for name in self._by_pair.get((ns, str(k), str(v)), ()):
+                    if name not in found and matches_map(self._selectors[(ns, name)], labels):
+                        found.add(name)
+        return sorted(found)
 
 
 class EndpointsWriter:
