@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from helmsim import limits, render, yamlio
 from helmsim.cluster.cluster import build_cluster
-from helmsim.cluster.engine import Simulation
+from helmsim.cluster.engine import Simulation, gc_paused
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.cluster.running import assumed_behaviours
 from helmsim.cluster.trace import Trace
@@ -308,6 +308,27 @@ def simulate(
     if not releases:
         raise InputError("nothing to simulate: no HelmRelease and no chart")
     rendered, previous = prepared if prepared is not None else prepare_charts(profile, releases)
+    with gc_paused():
+        return _simulate(
+            profile, releases, rendered, previous, horizon=horizon, seed=seed, sample_latencies=sample_latencies,
+            unmapped_ready_after=unmapped_ready_after, overrides=overrides, faults=faults, setup=setup,
+        )
+
+
+def _simulate(
+    profile: ClusterProfile,
+    releases: Sequence[ReleaseInput],
+    rendered: dict[str, ChartRelease],
+    previous: dict[str, ChartRelease],
+    *,
+    horizon: float,
+    seed: int,
+    sample_latencies: bool,
+    unmapped_ready_after: float,
+    overrides: Sequence[Any],
+    faults: Any,
+    setup: Any,
+) -> SimulationResult:
     _check_pod_budget(profile, [*rendered.values(), *previous.values()])
     all_objects = [res.body for cr in (*rendered.values(), *previous.values()) for res in cr.resources]
     sim = build_cluster(

@@ -8,8 +8,10 @@ RFC3339 timestamps from a fixed epoch.
 
 from __future__ import annotations
 
+import gc
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -124,6 +126,20 @@ class Simulation:
     def run(self, until: float) -> None:
         """Advance the clock until ``until`` or until nothing is scheduled."""
         self.env.run(until=until)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a simulation runs (it spent 20–35 % of a
+    1,000-object run tracing the store's objects, which are freed by reference counting or at
+    the end); it is back on, as it was, afterwards."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def profile_latency(profile: Any, name: str) -> LatencyLike:
