@@ -26,7 +26,7 @@ from helmsim import yamlio
 from helmsim.flux.helmrelease import HelmRelease, PostRenderer
 from helmsim.kube.nulls import drop_nulls
 from helmsim.kustomize import KustomizeError, images, patches, smp
-from helmsim.kustomize.select import Selector, res_id, same_id
+from helmsim.kustomize.select import Selector, id_key, res_id
 from helmsim.manifests import HOOK_ANNOTATION, HOOK_EVENTS, Source, read_objects
 
 ORIGIN_GROUP = "helm.toolkit.fluxcd.io"  # api/v2 GroupVersion.Group
@@ -69,8 +69,10 @@ def _read(files: Sequence[tuple[str, str]]) -> Objects:
 
 def _check_unique(objs: list[dict[str, Any]], accumulating: bool) -> None:
     """resWrangler.Append: two objects with one id are refused."""
-    for i, obj in enumerate(objs):
-        if any(same_id(obj, earlier) for earlier in objs[:i]):
+    seen: set[tuple[Any, ...]] = set()
+    for obj in objs:
+        key = id_key(obj)
+        if key in seen:
             text = f"may not add resource with an already registered id: {res_id(obj)}"
             if accumulating:
                 # krusty accumulating helm-output.yaml (kustomize.go: the rendered stream is the
@@ -81,6 +83,7 @@ def _check_unique(objs: list[dict[str, Any]], accumulating: bool) -> None:
                     "file is not directory"
                 )
             raise KustomizeError(text)
+        seen.add(key)
 
 
 def _kustomize(renderer: PostRenderer, kube_version: str) -> Renderer:
@@ -163,6 +166,11 @@ def _run(group: Objects, chain: list[Renderer], what: str) -> Objects:
             bodies = render(bodies)
     except KustomizeError as err:
         raise PostRenderError(f"error while running post render on {what}: {err}") from None
+    by_id: dict[tuple[Any, tuple[Any, ...]], Source] = {}
+    by_path: dict[Any, Source] = {}
+    for src, orig in group:
+        by_id.setdefault((src.path, id_key(orig)), src)
+        by_path.setdefault(src.path, src)
     out: Objects = []
     for i, body in enumerate(bodies):
         raw_meta = body.get("metadata")
@@ -172,12 +180,8 @@ def _run(group: Objects, chain: list[Renderer], what: str) -> Objects:
         path = annotations.pop(FILENAME, None)
         if not annotations and "annotations" in meta:
             del meta["annotations"]
-        same = [src for src, orig in group if src.path == path and same_id(orig, body)]
-        if same:
-            source = same[0]
-        elif path is not None:
-            source = next(src for src, _ in group if src.path == path)
-        else:
+        source = by_id.get((path, id_key(body))) or by_path.get(path)
+        if source is None:
             # splitAndDeannotate: a document without the annotation gets a made-up file name
             source = Source(path=f"generated-by-postrender-{i}.yaml", index=0, line=1)
         out.append((source, drop_nulls(body)))

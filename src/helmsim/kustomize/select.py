@@ -79,13 +79,17 @@ def res_id(obj: Mapping[str, Any]) -> str:
     )
 
 
+def id_key(obj: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What resid ResId.Equals compares, as a hashable key (objects with equal keys have one id)."""
+    name = _meta(obj).get("name")
+    if not isinstance(name, (str, int, float, bool, type(None))):
+        name = repr(name)  # malformed input: still comparable, never unhashable
+    return (gvk(obj), name, effective_namespace(obj))
+
+
 def same_id(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """resid ResId.Equals: group, version, kind and name, and the effective namespace."""
-    return (
-        gvk(a) == gvk(b)
-        and _meta(a).get("name") == _meta(b).get("name")
-        and effective_namespace(a) == effective_namespace(b)
-    )
+    return id_key(a) == id_key(b)
 
 
 def _anchored(pattern: str) -> re.Pattern[str]:
@@ -129,4 +133,4 @@ def _strings(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-__all__ = ["Selector", "effective_namespace", "gvk", "res_id", "same_id", "select"]
+__all__ = ["Selector", "effective_namespace", "gvk", "id_key", "res_id", "same_id", "select"]
