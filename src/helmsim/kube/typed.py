@@ -66,25 +66,53 @@ def errors_text(errs: list[FieldError]) -> str:
     return "\n".join(["errors:", *(f"  {e}" for e in errs)])
 
 
+_Resolved = tuple[Schema, Schema, str, str]
+"""(the node asked about, the node its ``$ref`` chain ends at, that definition's name, its shape)."""
+
+# Per definitions mapping (kept alive beside its memo): each schema node resolved once. The
+# built-in definitions are loaded once per Kubernetes version, so every object of a run shares
+# them; a CRD's definitions are a new mapping per call and get a memo of their own.
+_MEMOS: dict[int, tuple[Mapping[str, Schema], dict[int, _Resolved]]] = {}
+_MAX_MEMOS = 64
+
+
+def _memo(defs: Mapping[str, Schema]) -> dict[int, _Resolved]:
+    hit = _MEMOS.get(id(defs))
+    if hit is None or hit[0] is not defs:
+        if len(_MEMOS) >= _MAX_MEMOS:
+            _MEMOS.clear()
+        hit = _MEMOS[id(defs)] = (defs, {})
+    return hit[1]
+
+
 class _Walker:
     def __init__(self, defs: Mapping[str, Schema]) -> None:
         self.defs = defs
         self.errors: list[FieldError] = []
+        self._resolved = _memo(defs)
+
+    def _lookup(self, node: Schema) -> _Resolved:
+        hit = self._resolved.get(id(node))
+        if hit is None or hit[0] is not node:
+            target, name = node, ""
+            seen = 0
+            while "$ref" in target and seen < 64:
+                name = str(target["$ref"]).rsplit("/", 1)[-1]
+                target = self.defs.get(name, {})
+                seen += 1
+            hit = (node, target, name, _shape(target))
+            if len(self._resolved) < 100_000:  # the schemas are finite; a bound all the same
+                self._resolved[id(node)] = hit
+        return hit
 
     def resolve(self, node: Schema) -> tuple[Schema, str]:
-        name = ""
-        seen = 0
-        while "$ref" in node and seen < 64:
-            name = str(node["$ref"]).rsplit("/", 1)[-1]
-            node = self.defs.get(name, {})
-            seen += 1
-        return node, name
+        _, target, name, _shape_ = self._lookup(node)
+        return target, name
 
     def walk(self, value: Any, node: Schema, path: str) -> None:
-        node, _name = self.resolve(node)
+        _, node, _name, shape = self._lookup(node)
         if value is None:
             return  # null is a valid value of every type (typed/validate.go, helpers.go)
-        shape = _shape(node)
         if shape == "any":
             return
         if shape in ("numeric", "string", "boolean", "scalar"):
