@@ -89,6 +89,7 @@ def build_inputs(
                 defaulted=defaulted,
                 source_failure=resolved.failure,
                 notes=resolved.notes,
+                tree_objects=tree.objects,
             )
         )
     used = {r.hr.chart_name for r in out} | {r.hr.name for r in out} | {r.hr.ref for r in out}

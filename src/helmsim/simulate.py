@@ -19,6 +19,7 @@ from helmsim.cluster.running import assumed_behaviours
 from helmsim.cluster.trace import Trace
 from helmsim.errors import InputError
 from helmsim.flux.helmrelease import DEPENDENCY_REQUEUE, HelmRelease
+from helmsim.flux.impersonation import tenant_context
 from helmsim.flux.reconcile import REQUEUE_MAX, REQUEUE_MIN, Reconciler, ReleaseState, unready_dependency
 from helmsim.flux.sources import SOURCE_NOT_READY, SourceFailure
 from helmsim.helm import actions
@@ -59,6 +60,8 @@ class ReleaseInput:
     catalog: tuple[Any, ...] = ()
     """User behaviour-catalog entries (``helmsim.cluster.catalog.CompiledEntry``) from
     ``.helmsim.yaml`` or a scenario file; they come before the built-in catalog."""
+    tree_objects: tuple[Mapping[str, Any], ...] = ()
+    """The other objects of the Flux tree the HelmRelease came from (RBAC, Kustomizations …)."""
     defaulted: bool = False
     """The HelmRelease is helmsim's default for a bare chart: the chart's render errors are then
     bad input (exit 2), as for ``helm template``; otherwise they fail this release alone."""
@@ -372,7 +375,7 @@ def _simulate(
             continue
         chart = rendered[r.hr.ref]
         reconciler = Reconciler(
-            ctx, r.hr, lambda upgrade, c=chart: c, states, known=known
+            tenant_context(ctx, r.hr, profile, r.tree_objects), r.hr, lambda upgrade, c=chart: c, states, known=known
         )
         sim.process(reconciler.run())
     _run_until_settled(sim, releases, states, upgrade_start + horizon)

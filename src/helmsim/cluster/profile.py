@@ -374,6 +374,14 @@ class Addressing(_Model):
 _KUBE_VERSION = re.compile(r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?([-+][0-9A-Za-z.+-]+)?$")
 
 
+class FluxSettings(_Model):
+    """The Flux controllers' flags on this cluster."""
+
+    # fluxcd/helm-controller main.go --default-service-account (and kustomize-controller's):
+    # the account impersonated for a HelmRelease or Kustomization without serviceAccountName
+    default_service_account: str | None = None
+
+
 class ClusterProfile(_Model):
     """A simulated cluster. Load with ``load_profile``; fields documented in docs/profiles.md."""
 
@@ -399,6 +407,10 @@ class ClusterProfile(_Model):
     # Policies the platform installed before any release (e.g. the baseline a cluster in Cilium
     # "always" mode needs so CoreDNS accepts queries). Created at t=0 and in effect from the start.
     cluster_policies: list[dict[str, Any]] = Field(default_factory=list)
+    # Roles, ClusterRoles and bindings the platform holds beside the API server's defaults
+    # (helmsim.kube.rbac): what an impersonated tenant is authorized by (docs/flux.md).
+    rbac: list[dict[str, Any]] = Field(default_factory=list)
+    flux: FluxSettings = Field(default_factory=lambda: FluxSettings())
 
     _sources: tuple[str, ...] = PrivateAttr(default=())
 

@@ -196,6 +196,17 @@ class Reconciler:
         ns, name = self.hr.storage_namespace, self.hr.release_name
         ran: set[str] = set()
         while True:
+            denied = self.ctx.tenant.denied_storage("list") if self.ctx.tenant is not None else None
+            if denied is not None:
+                # internal/reconcile/state.go DetermineReleaseState → atomic_release.go: StateError,
+                # returned as an error (requeued with backoff); helm/helm secrets.go Query wraps it
+                message = (
+                    "Could not determine release state: failed to retrieve last release from storage: "
+                    f"query: failed to query with labels: {denied}"
+                )
+                self._mark("Ready", "False", "StateError", message)
+                self._log("event", message, reason="StateError", type="Warning")
+                return "requeue"
             # internal/reconcile/state.go DetermineReleaseState
             last = storage.last(self.hr.target_namespace, name)
             if last is None or last.status == "uninstalled":

@@ -92,6 +92,9 @@ class HelmContext:
     sim: Simulation
     storage: ReleaseStorage
     actor: str = "helm"
+    tenant: Any = None
+    """The impersonated ServiceAccount every call is authorized as
+    (:class:`helmsim.flux.impersonation.Tenant`); None: helm-controller's own identity."""
 
 
 # --- objects -------------------------------------------------------------------------------------
@@ -201,11 +204,22 @@ def _read_error(ctx: HelmContext, res: Resource) -> Result | None:
     NotFound into Unknown carrying the error (helm-controller polls with the direct reader)."""
     ident = {"apiVersion": res.body.get("apiVersion"), "kind": res.kind, "metadata": {"namespace": res.namespace, "name": res.name}}
     err = ctx.sim.store.unreachable(ctx.actor, "Get", ident)
+    if err is None and ctx.tenant is not None:
+        denied = ctx.tenant.denied("get", ident)
+        if denied is not None:
+            return Result(Status.UNKNOWN, denied, error=denied)
     return None if err is None else Result(Status.UNKNOWN, err.message, error=err.message)
 
 
 def _delete(ctx: HelmContext, res: Resource, cause: int | None) -> tuple[bool, str | None]:
     """Delete ``res`` (background propagation); (whether it existed, the client's error)."""
+    if ctx.tenant is not None:
+        # the authorizer answers before the object is looked up: a denied delete fails even
+        # when there is nothing to delete
+        denied = ctx.tenant.denied("delete", to_object(res, "", ""))
+        if denied is not None:
+            ctx.sim.log(ctx.actor, "apply-error", res.ref, denied, cause=cause)
+            return True, denied
     try:
         return ctx.sim.store.delete(res.kind, res.namespace, res.name, actor=ctx.actor, cause=cause, grace=_grace(ctx.sim, res)), None
     except ApiError as err:
@@ -248,6 +262,11 @@ def _create_group(
             errors.append(refused)
             sim.log(ctx.actor, "apply-error", res.ref, refused, cause=cause)
             continue
+        denied = _denied_write(ctx, obj, opts.server_side)
+        if denied is not None:
+            errors.append(denied)
+            sim.log(ctx.actor, "apply-error", res.ref, denied, cause=cause)
+            continue
         live = sim.store.get(res.kind, res.namespace, res.name)
         try:
             if live is None:
@@ -262,6 +281,25 @@ def _create_group(
             errors.append(err.message)
             sim.log(ctx.actor, "apply-error", res.ref, err.message, cause=cause)
     return errors
+
+
+def _denied_write(ctx: HelmContext, obj: dict[str, Any], server_side: bool) -> str | None:
+    """The impersonated tenant's refusal to create or apply ``obj``, as Helm reports it
+    (helm/helm pkg/kube/client.go: server-side apply wraps the API error, a create returns it)."""
+    if ctx.tenant is None:
+        return None
+    if server_side:
+        denied = ctx.tenant.denied_apply(obj)
+        return None if denied is None else ctx.tenant.ssa_failed(obj, denied)
+    return ctx.tenant.denied_create(obj)
+
+
+def _denied_storage(ctx: HelmContext, verb: str) -> str | None:
+    """helm/helm pkg/storage/driver/secrets.go: the release Secret write refused, wrapped."""
+    if ctx.tenant is None:
+        return None
+    denied = ctx.tenant.denied_storage(verb)
+    return None if denied is None else f"{verb}: failed to {verb}: {denied}"
 
 
 def _ownership_conflict(live: dict[str, Any], rel: Release) -> str | None:
@@ -291,7 +329,7 @@ def _apply_hook(ctx: HelmContext, hook: Resource, rel: Release, server_side: boo
     sim = ctx.sim
     yield sim.sleep(sim.latency("api_write"))
     obj = to_object(hook, rel.name, rel.namespace)
-    refused = field_error(sim, obj)
+    refused = field_error(sim, obj) or _denied_write(ctx, obj, server_side)
     if refused is not None:
         return refused
     try:
@@ -463,6 +501,20 @@ def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
         text = build.INSTALL.format(unmapped)
         ev = sim.log(ctx.actor, "build-failed", f"{spec.namespace}/{spec.name}", text, action="install")
         return ActionResult("install", False, None, text, trace_id=ev.id)
+    if ctx.tenant is not None:
+        for res in manifest_order(spec.manifest):
+            obj = to_object(res, spec.name, spec.namespace)
+            denied = ctx.tenant.denied("get", obj)
+            if denied is not None:
+                # helm/helm pkg/action/validate.go requireAdoption, install.go: before any write
+                text = (
+                    "unable to continue with install: could not get information about the resource "
+                    f'{res.kind} "{res.name}" in namespace "{res.namespace or ""}": {denied}'
+                )
+                return ActionResult("install", False, None, text)
+        denied = _denied_storage(ctx, "create")
+        if denied is not None:
+            return ActionResult("install", False, None, denied)  # install.go: Releases.Create
     history = ctx.storage.history(spec.namespace, spec.name)
     revision = (history[-1].revision + 1) if history else 1
     rel = Release(
@@ -509,7 +561,7 @@ def apply_crds(ctx: HelmContext, crds: Sequence[Resource], opts: ActionOptions) 
     changed: list[Resource] = []
     for crd in crds:
         yield sim.sleep(sim.latency("api_write"))
-        refused = field_error(sim, clone(crd.body))
+        refused = field_error(sim, clone(crd.body)) or _denied_write(ctx, clone(crd.body), True)
         if refused is not None:
             return (
                 "failed to apply CustomResourceDefinitions: failed to create CustomResourceDefinition "
@@ -568,6 +620,9 @@ def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     if unmapped is not None:
         ev = sim.log(ctx.actor, "build-failed", f"{spec.namespace}/{spec.name}", unmapped, action="upgrade")
         return ActionResult("upgrade", False, None, unmapped, trace_id=ev.id)
+    denied = _denied_storage(ctx, "create")
+    if denied is not None:
+        return ActionResult("upgrade", False, None, denied)  # upgrade.go: Releases.Create
     rel = Release(
         name=spec.name, namespace=spec.namespace, revision=last.revision + 1, chart=spec.chart,
         status="pending-upgrade", manifest=tuple(manifest_order(spec.manifest)), hooks=tuple(spec.hooks),
@@ -611,12 +666,15 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
         live = sim.store.get(res.kind, res.namespace, res.name)
         obj = to_object(res, target.name, target.namespace)
         unreachable = sim.store.unreachable(ctx.actor, "Get", obj)
-        if unreachable is not None:
+        get_error = unreachable.message if unreachable is not None else None
+        if get_error is None and ctx.tenant is not None:
+            get_error = ctx.tenant.denied("get", obj)
+        if get_error is not None:
             # helm/helm pkg/kube/client.go update: the GET before each create-or-patch stops the walk
-            err_text = f"could not get information about the resource: {unreachable.message}"
+            err_text = f"could not get information about the resource: {get_error}"
             sim.log(ctx.actor, "apply-error", res.ref, err_text, cause=cause)
             return err_text
-        refused = field_error(sim, obj)
+        refused = field_error(sim, obj) or _denied_write(ctx, obj, server_side)
         if live is None:
             if refused is not None:
                 text = f"failed to create resource: {refused}"
@@ -666,8 +724,11 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
         if ((live.get("metadata") or {}).get("annotations") or {}).get("helm.sh/resource-policy") == "keep":
             sim.log(ctx.actor, "kept", res.ref, f"{res.ref} kept (helm.sh/resource-policy: keep)", cause=cause)
             continue
-        _delete(ctx, res, cause)
-    return None
+        _, err = _delete(ctx, res, cause)
+        if err:
+            # pkg/kube/client.go update: delete errors other than NotFound are collected
+            errors.append(f"failed to delete resource namespace={res.namespace or ''}, name={res.name}, kind={res.kind}: {err}")
+    return " && ".join(errors) if errors else None
 
 
 # --- test ----------------------------------------------------------------------------------------
