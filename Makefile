@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test install bench clean
+.PHONY: demo test check install bench clean
 
 $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "helmsim needs Python 3.11+, found " + sys.version.split()[0]'
@@ -26,6 +26,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Static checks over src/helmsim: mypy (configuration in pyproject.toml) with 0 errors and ruff clean.
+check: $(STAMP)
+	$(BIN)/python -m mypy
+	$(BIN)/python -m ruff check src/helmsim
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -196,7 +196,7 @@ def build_matrix(
                 cand.name, "renamed", path, ref_file, ref_name=ref_cand.name, aliases=cand.aliases
             )
         )
-    for key, (path, cand) in wt_only.items():
+    for _key, (path, cand) in wt_only.items():
         origin: Origin = "new" if cand.repo_path is not None else "external"
         paired.append(MatrixEntry(cand.name, origin, path, path, aliases=cand.aliases))
     for key, cand in ref_only.items():

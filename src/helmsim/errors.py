@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 
 # Line breaks and other control characters in a message (they come from the input: a name, a
 # key, a path) are escaped, so an error is always exactly one line.
@@ -17,6 +18,13 @@ def one_line(text: str) -> str:
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     return {"\n": "\\n", "\r": "\\r"}.get(char, f"\\u{ord(char):04x}" if ord(char) > 0xFF else f"\\x{ord(char):02x}")
+
+
+class Where(TypedDict, total=False):
+    """Where bad input is (``InputError(message, **where)``)."""
+
+    file: str | None
+    line: int | None
 
 
 class InputError(Exception):

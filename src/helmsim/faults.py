@@ -141,7 +141,7 @@ class ScenarioFaults:
 
     def image_pull_delay(self, pod: Mapping[str, Any], container: str, attempt: int) -> float | None:
         """Extra seconds for this pull from slow ``imagePull`` faults (``attempt`` 0-based)."""
-        extra = sum(float(f.delay) for f in self._pulls(pod, container, attempt, slow=True))
+        extra = sum((float(f.delay or 0.0) for f in self._pulls(pod, container, attempt, slow=True)), 0.0)
         if not extra:
             return None
         self._log(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from helmsim import limits, yamlio
-from helmsim.errors import InputError
+from helmsim.errors import InputError, Where
 from helmsim.kube.nulls import drop_nulls
 
 HOOK_ANNOTATION = "helm.sh/hook"
@@ -267,7 +267,7 @@ def _yaml_type(value: Any) -> str:
 def _to_resource(
     body: dict[str, Any], source: Source, namespace: str, cluster: set[str]
 ) -> Resource | None:
-    where = {"file": source.path, "line": source.line}
+    where: Where = {"file": source.path, "line": source.line}
     kind = body.get("kind")
     api_version = body.get("apiVersion")
     if not kind or not isinstance(kind, str):

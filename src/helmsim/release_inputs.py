@@ -41,9 +41,9 @@ def build_inputs(
     user_values = rendering.load_values(values, sets)
     previous_values = rendering.load_values(upgrade_from_values, upgrade_from_set)
     is_chart = rendering.is_chart_dir(Path(target))
-    for path in helmrelease:
-        if not flux_inputs.load_flux_tree([path]).helmreleases:
-            raise InputError("no HelmRelease (helm.toolkit.fluxcd.io) found", file=path)
+    for given in helmrelease:
+        if not flux_inputs.load_flux_tree([given]).helmreleases:
+            raise InputError("no HelmRelease (helm.toolkit.fluxcd.io) found", file=given)
     tree = flux_inputs.load_flux_tree(helmrelease if is_chart else [target, *helmrelease])
     if is_chart and not helmrelease:
         meta = _meta_chart_tree(target, user_values, release_name, namespace, tuple(values))

@@ -108,7 +108,7 @@ def load_values(files: Iterable[str | os.PathLike[str]], sets: Iterable[str] = (
         if str(file) == "-":
             raise InputError("values from stdin are not supported; pass a file", file="-")
         source = str(file)
-        text = yamlio.read_text(file, "values file")
+        text = yamlio.read_text(source, "values file")
         # helm/helm pkg/chart/v2/loader/load.go LoadValues: every document of the file, merged
         for doc in yamlio.load_documents(text, source):
             if doc.value is None:

@@ -294,7 +294,7 @@ class Constraints:
     def check(self, v: Version) -> bool:
         """constraints.go Check."""
         return any(
-            all(c.check(v, has_pre) for c in group) for group, has_pre in zip(self.groups, self.group_has_pre)
+            all(c.check(v, has_pre) for c in group) for group, has_pre in zip(self.groups, self.group_has_pre, strict=False)
         )
 
 

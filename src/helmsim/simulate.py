@@ -7,7 +7,7 @@ Pipeline (docs/simulate.md): inputs → render (Helm engine, profile capabilitie
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -375,7 +375,7 @@ def _simulate(
             continue
         chart = rendered[r.hr.ref]
         reconciler = Reconciler(
-            tenant_context(ctx, r.hr, profile, r.tree_objects), r.hr, lambda upgrade, c=chart: c, states, known=known
+            tenant_context(ctx, r.hr, profile, r.tree_objects), r.hr, _always(chart), states, known=known
         )
         sim.process(reconciler.run())
     _run_until_settled(sim, releases, states, upgrade_start + horizon)
@@ -383,6 +383,11 @@ def _simulate(
     notes += assumed_behaviours(sim.trace)
     objects = _object_statuses(sim, rendered.values())
     return SimulationResult(profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes, sim)
+
+
+def _always(chart: ChartRelease) -> Callable[[bool], ChartRelease]:
+    """A reconciler's chart source that gives ``chart`` for an install and an upgrade alike."""
+    return lambda upgrade: chart
 
 
 def with_catalog(releases: Sequence[ReleaseInput], entries: Sequence[Any]) -> list[ReleaseInput]:
@@ -470,7 +475,7 @@ def _install_previous(
     procs = []
     for ref, chart in previous.items():
         hr = by_ref[ref].hr.model_copy(update={"spec": by_ref[ref].hr.spec.model_copy(update={"depends_on": ()})})
-        rec = Reconciler(ctx, hr, lambda upgrade, c=chart: c, prev_states)
+        rec = Reconciler(ctx, hr, _always(chart), prev_states)
         procs.append(sim.process(rec.run()))
     sim.env.run(until=sim.env.any_of([sim.env.all_of(procs), sim.env.timeout(horizon)]))
     notes = []

@@ -199,7 +199,7 @@ def check_cmd(
                 seed,
                 where.name,
                 ray_address=where.ray_address,
-                profile_args={p.name: n for p, n in zip(profiles, names)},
+                profile_args={p.name: n for p, n in zip(profiles, names, strict=False)},
             )
             if runs
             else None,

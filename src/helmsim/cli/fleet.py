@@ -142,7 +142,7 @@ def fleet_cmd(
         horizon=limit,
         verify_fixes=not no_verify,
         sampling=SamplingOptions(
-            n_runs, n_seed, profile_args={p.name: n for p, n in zip(profiles, names)}
+            n_runs, n_seed, profile_args={p.name: n for p, n in zip(profiles, names, strict=False)}
         )
         if n_runs
         else None,

@@ -77,7 +77,6 @@ def plan_cmd(
 ) -> None:
     """Print Helm's plan: crds/, hooks in order, the manifest kind group by kind group, the wait."""
     kube, apis = options.capabilities(profile, kube_version, api_versions)
-    caps = {"kube_version": kube, "api_versions": apis}
     new_opts = rendering.RenderOptions(
         release_name=release_name,
         namespace=namespace,
@@ -85,7 +84,8 @@ def plan_cmd(
         values_files=tuple(values or ()),
         is_upgrade=upgrade_from is not None,
         revision=2 if upgrade_from is not None else 1,
-        **caps,
+        kube_version=kube,
+        api_versions=apis,
     )
     release = load_release(target, new_opts, include_crds=upgrade_from is None)
     for note in release.notes:
@@ -102,7 +102,8 @@ def plan_cmd(
             namespace=namespace,
             values=rendering.load_values(upgrade_from_values or [], upgrade_from_set or []),
             values_files=tuple(upgrade_from_values or ()),
-            **caps,
+            kube_version=kube,
+        api_versions=apis,
         )
         previous = _parse(load_release(upgrade_from, old_opts), hr, namespace, kube)
         previous_crds = [r.body for r in previous.resources if r.kind == "CustomResourceDefinition" and not r.is_hook]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -96,8 +95,8 @@ def status_cmd(
             out = io.StringIO()
             SafeConsole(file=out, width=width, color_system=None).print(table)
             console.document("".join(line.rstrip() + "\n" for line in out.getvalue().splitlines()))
-    for err in errors:
-        err_console.print(f"error: {err}", markup=False)
+    for problem in errors:
+        err_console.print(f"error: {problem}", markup=False)
     if errors:
         raise typer.Exit(EXIT_BAD_INPUT)
 

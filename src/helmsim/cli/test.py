@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -247,11 +248,12 @@ def _cited(exp: Any, result: SimulationResult) -> tuple[str, ...]:
     if isinstance(exp, ReleaseExpect):
         o = find_release(result, exp.release)
         return (f"HelmRelease/{o.namespace}/{o.name}",) if o else ()
-    pattern = {
+    cited: dict[type, Callable[[Any], str | None]] = {
         ObjectExpect: lambda e: e.object,
         EventExpect: lambda e: e.object,
         ConnectionExpect: lambda e: e.from_,
-    }.get(type(exp), lambda e: None)(exp)
+    }
+    pattern = cited.get(type(exp), lambda e: None)(exp)
     if not pattern:
         return ()
     seen = dict.fromkeys(e.obj for e in result.trace)

@@ -16,7 +16,7 @@ import fnmatch
 import ipaddress
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -1229,8 +1229,13 @@ def expand_simple_vars(script: str) -> str:
         quoted = f"'{value}'"
         for ref in (f'"${{{name}}}"', f'"${name}"', f"${{{name}}}"):
             script = script.replace(ref, quoted)
-        script = re.sub(rf"\${name}(?![A-Za-z0-9_])", lambda _m: quoted, script)
+        script = re.sub(rf"\${name}(?![A-Za-z0-9_])", _literal(quoted), script)
     return script
+
+
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement inserting ``text`` as it is (no backslash escapes)."""
+    return lambda _m: text
 
 
 def _applies(

@@ -29,7 +29,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from helmsim.cluster.latency import Constant, Empirical, Latency, LogNormal, Uniform, fixed
-from helmsim.errors import InputError
+from helmsim.errors import InputError, Where
 from helmsim.kube.served import builtin_apis
 from helmsim.yamlio import key_lines, load_one, read_text
 
@@ -585,7 +585,7 @@ def _looks_like_path(ref: str) -> bool:
 
 def _open(ref: str, *, base_dir: Path | None, referrer: tuple[str, int | None] | None) -> _Source:
     builtins = _builtin_files()
-    where = {"file": referrer[0], "line": referrer[1]} if referrer else {}
+    where: Where = {"file": referrer[0], "line": referrer[1]} if referrer else {}
     if not isinstance(ref, str) or not ref:
         raise InputError("a profile reference must be a non-empty string", **where)
     if not _looks_like_path(ref) and ref in builtins:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
 
 Key = tuple[str, str, str]
+Objects = list[dict[str, Any]]
+"""Objects as the store's reads return them (``list`` is a method name inside ``Store``)."""
 WatchFn = Callable[[str, dict[str, Any]], None]
 
 # metadata fields the API server owns; an apply never overwrites them.
@@ -308,7 +310,7 @@ class Store:
             return [objects[k] for k in keys]
         return [objects[k] for k in keys if matches_selector(selector, _labels(objects[k]))]
 
-    def select(self, kind: str, namespace: str, selector: Mapping[str, str] | None) -> list[dict[str, Any]]:
+    def select(self, kind: str, namespace: str, selector: Mapping[str, str] | None) -> Objects:
         """Objects of ``kind`` in ``namespace`` a map selector (``Service.spec.selector``) selects,
         by name; an empty or absent selector selects nothing (``matches_map``)."""
         if not selector:
@@ -321,14 +323,14 @@ class Store:
         """Pods bound to each node that are not Succeeded or Failed (read-only)."""
         return self._objects.node_load
 
-    def owned_by(self, kind: str, uid: str | None) -> list[dict[str, Any]]:
+    def owned_by(self, kind: str, uid: str | None) -> Objects:
         """Objects of ``kind`` with an ownerReference to ``uid``, by key."""
         if not uid:
             return []
         objects = self._objects
         return [objects[k] for k in sorted(objects.dependents(uid)) if k[0] == kind]
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> Objects:
         """Every object, in a stable order."""
         return [self._objects[k] for k in sorted(self._objects)]
 

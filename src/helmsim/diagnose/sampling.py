@@ -408,15 +408,15 @@ def apply_sampling(
             seed = race.denied.seed
         if seed is None:
             continue
-        c = from_run(seed, race)
-        if c is None:  # the replay disagrees with the worker (never expected): keep the figures
+        replayed = from_run(seed, race)
+        if replayed is None:  # the replay disagrees with the worker (never expected): keep the figures
             if mine and race.fails.count:
                 for m in mine:
                     m.severity = Severity.error
             continue
-        c.variant = SAMPLED
-        c.message = f"{c.message}; {note}"
-        out.append(c)
+        replayed.variant = SAMPLED
+        replayed.message = f"{replayed.message}; {note}"
+        out.append(replayed)
     return out
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from helmsim.cluster.latency import to_seconds
-from helmsim.errors import InputError
+from helmsim.errors import InputError, Where
 from helmsim.yamlio import go_float_text, non_json_number
 
 Duration = Annotated[float, BeforeValidator(to_seconds)]
@@ -317,7 +317,7 @@ def parse_helmrelease(
     """Validate a HelmRelease object; errors name the file, the field and its line (``lines``:
     key path → line within the document, from ``yamlio.key_lines``; ``line``: where it starts)."""
     meta = obj.get("metadata") or {}
-    where = {"file": source or None, "line": line}
+    where: Where = {"file": source or None, "line": line}
     if not isinstance(meta, Mapping):
         # the API server: cannot unmarshal <type> into Go struct field HelmRelease.metadata
         raise InputError(
@@ -337,7 +337,7 @@ def parse_helmrelease(
         )
     spec = obj.get("spec") or {}
     try:
-        hr = HelmRelease(name=name, namespace=namespace, spec=spec, source=source)
+        hr = HelmRelease(name=name, namespace=namespace, spec=spec, source=source)  # type: ignore[arg-type]  # pydantic validates the mapping into Spec
     except ValidationError as err:
         first = err.errors()[0]
         path = ".".join(str(p) for p in first["loc"])

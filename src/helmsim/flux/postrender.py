@@ -180,10 +180,9 @@ def _run(group: Objects, chain: list[Renderer], what: str) -> Objects:
         path = annotations.pop(FILENAME, None)
         if not annotations and "annotations" in meta:
             del meta["annotations"]
-        source = by_id.get((path, id_key(body))) or by_path.get(path)
-        if source is None:
-            # splitAndDeannotate: a document without the annotation gets a made-up file name
-            source = Source(path=f"generated-by-postrender-{i}.yaml", index=0, line=1)
+        found = by_id.get((path, id_key(body))) or by_path.get(path)
+        # splitAndDeannotate: a document without the annotation gets a made-up file name
+        source = found or Source(path=f"generated-by-postrender-{i}.yaml", index=0, line=1)
         out.append((source, drop_nulls(body)))
     return out
 

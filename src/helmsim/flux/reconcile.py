@@ -220,6 +220,7 @@ class Reconciler:
             else:
                 state = "OutOfSync"
             if state == "Locked":
+                assert last is not None  # Locked: a stored release is pending
                 # internal/reconcile/unlock.go: a pending release is marked failed, then retried
                 stale = last.status
                 last.status = "failed"
@@ -229,6 +230,7 @@ class Reconciler:
             if state == "InSync":
                 return "done"
             if state == "Untested":
+                assert last is not None  # Untested: the stored release was deployed
                 if "test" in ran:
                     return "requeue"
                 ran.add("test")

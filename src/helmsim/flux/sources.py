@@ -63,6 +63,11 @@ class Resolved:
     notes: tuple[str, ...] = ()
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else an empty one (a malformed field reads as absent)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def chart_meta(path: str | Path) -> ChartMeta | None:
     """Chart.yaml's name and version of a chart directory or ``.tgz``; None for rendered YAML."""
     p = Path(path)
@@ -126,7 +131,7 @@ def resolve(
             spec = (chart or {}).get("spec")
             if not isinstance(spec, Mapping):
                 return Resolved(mapped)
-            src = spec.get("sourceRef") if isinstance(spec.get("sourceRef"), Mapping) else {}
+            src = _mapping(spec.get("sourceRef"))
             return _chart(
                 hr, mapped, objects, repository_root,
                 chart=str(spec.get("chart") or ""),
@@ -285,8 +290,8 @@ def _oci_repository(mapped: str | None, repo: Mapping[str, Any] | None, namespac
     if mapped is None or repo is None:
         return Resolved(mapped)
     meta = chart_meta(mapped)
-    spec = repo.get("spec") if isinstance(repo.get("spec"), Mapping) else {}
-    ref = spec.get("ref") if isinstance(spec.get("ref"), Mapping) else {}
+    spec = _mapping(repo.get("spec"))
+    ref = _mapping(spec.get("ref"))
     if meta is None or ref.get("digest"):
         return Resolved(mapped)
     url = str(spec.get("url") or "")

@@ -580,9 +580,9 @@ def apply_crds(ctx: HelmContext, crds: Sequence[Resource], opts: ActionOptions) 
                 f"{crd.name}: {err.message}"
             )
     if changed and opts.wait != "hookOnly":
-        err = yield from wait_for(ctx, changed, reader="flux-wait", timeout=CRD_WAIT, fail_fast=True, what="crds", cause=start.id)
-        if err:
-            return f"failed to apply CustomResourceDefinitions: failed to wait for CustomResourceDefinition(s): {err}"
+        waited = yield from wait_for(ctx, changed, reader="flux-wait", timeout=CRD_WAIT, fail_fast=True, what="crds", cause=start.id)
+        if waited:
+            return f"failed to apply CustomResourceDefinitions: failed to wait for CustomResourceDefinition(s): {waited}"
     return None
 
 
@@ -724,10 +724,10 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
         if ((live.get("metadata") or {}).get("annotations") or {}).get("helm.sh/resource-policy") == "keep":
             sim.log(ctx.actor, "kept", res.ref, f"{res.ref} kept (helm.sh/resource-policy: keep)", cause=cause)
             continue
-        _, err = _delete(ctx, res, cause)
-        if err:
+        _, failed = _delete(ctx, res, cause)
+        if failed:
             # pkg/kube/client.go update: delete errors other than NotFound are collected
-            errors.append(f"failed to delete resource namespace={res.namespace or ''}, name={res.name}, kind={res.kind}: {err}")
+            errors.append(f"failed to delete resource namespace={res.namespace or ''}, name={res.name}, kind={res.kind}: {failed}")
     return " && ".join(errors) if errors else None
 
 

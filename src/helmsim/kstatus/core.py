@@ -105,7 +105,8 @@ def group_kind_key(obj: Mapping[str, Any]) -> str:
     if isinstance(api_version, str) and api_version.count("/") > 1:
         return ""  # unparsable apiVersion: Go's GroupVersionKind() is empty
     group, _ = group_version(api_version)
-    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else ""
+    raw_kind = obj.get("kind")
+    kind = raw_kind if isinstance(raw_kind, str) else ""
     return f"{group}/{kind}" if group else kind
 
 

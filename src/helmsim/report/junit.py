@@ -17,7 +17,7 @@ from xml.etree import ElementTree as ET
 from helmsim.config import config_name
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Occurrence, Severity
-from helmsim.diagnose.sampling import Sampling, stat_text
+from helmsim.diagnose.sampling import stat_text
 from helmsim.report.safe import safe_xml
 
 if TYPE_CHECKING:

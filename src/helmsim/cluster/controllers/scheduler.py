@@ -280,11 +280,11 @@ class Scheduler(Controller):
             self._unschedulable(pod, fit_error(len(nodes), reasons=reasons), cause, ())
             return
         load = self.store.node_load()  # bound pods not Succeeded/Failed, indexed by the store
-        node = min(feasible, key=lambda n: (load.get(n, 0), n))
+        chosen = min(feasible, key=lambda n: (load.get(n, 0), n))
         if to_bind:
-            self._select_node_for_claims(pod, key, node, to_bind, cause)
+            self._select_node_for_claims(pod, key, chosen, to_bind, cause)
             return
-        self._bind(key, node, cause)
+        self._bind(key, chosen, cause)
 
     def _volumes(self, pod: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]], tuple[str, ...]]:
         """(PreFilter failure message, WaitForFirstConsumer claims to bind, claims waited on).

@@ -139,7 +139,7 @@ def _service_plan(
             ),
         )
     sel = labels_selector(svc.selector)
-    legs = []
+    endpoint_legs: list[_Leg] = []
     for pod in cluster.pods:
         if pod.namespace != svc.namespace or not sel.matches(pod.labels):
             continue
@@ -149,9 +149,9 @@ def _service_plan(
             else pod.named_port(target_port, sp.protocol)
         )
         if tp is not None:
-            legs.append(_Leg(pod_peer(pod, cluster), tp, sp.protocol))
+            endpoint_legs.append(_Leg(pod_peer(pod, cluster), tp, sp.protocol))
     return _Plan(
-        desc, dial, proto, tuple(legs), empty_reason=f"{desc}: the Service has no endpoints"
+        desc, dial, proto, tuple(endpoint_legs), empty_reason=f"{desc}: the Service has no endpoints"
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from helmsim.cluster.network import cilium, kubernetes
+from helmsim.cluster.network.cilium import CiliumPolicy  # the field ``cilium`` hides the module in the class
 from helmsim.cluster.network.flows import CidrBlock, Peer
 from helmsim.errors import InputError
 
@@ -22,7 +23,7 @@ class PolicySet:
     """NetworkPolicies and Cilium rules, compiled. Build with :meth:`from_manifests`."""
 
     k8s: tuple[kubernetes.NetworkPolicy, ...] = ()
-    cilium: tuple[cilium.CiliumPolicy, ...] = ()
+    cilium: tuple[CiliumPolicy, ...] = ()
 
     def __post_init__(self) -> None:
         # Which policies select a pod is asked on every connection: memoise it per pod object
@@ -31,7 +32,7 @@ class PolicySet:
 
     def selecting(
         self, peer: Peer
-    ) -> tuple[tuple[cilium.CiliumPolicy, ...], tuple[kubernetes.NetworkPolicy, ...]]:
+    ) -> tuple[tuple[CiliumPolicy, ...], tuple[kubernetes.NetworkPolicy, ...]]:
         """The Cilium rules and NetworkPolicies whose subject selector selects ``peer``."""
         if peer.pod is None:
             return (), ()
@@ -70,8 +71,8 @@ class PolicySet:
             for rule in np.ingress + np.egress:
                 out.extend(p.ip_block for p in rule.peers if p.ip_block is not None)
         for cp in self.cilium:
-            for rule in cp.ingress + cp.ingress_deny + cp.egress + cp.egress_deny:
-                out.extend(rule.cidrs or ())
+            for crule in cp.ingress + cp.ingress_deny + cp.egress + cp.egress_deny:
+                out.extend(crule.cidrs or ())
         return tuple(out)
 
     def __len__(self) -> int:

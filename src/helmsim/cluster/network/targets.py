@@ -65,15 +65,15 @@ def parse_target(text: str) -> Target:
         port, proto = _port(raw[6:], where)
         return World(port, proto)
     if low.startswith("service:"):
-        ref, _, port = raw[8:].rpartition(":")
+        ref, _, port_text = raw[8:].rpartition(":")
         ns, _, name = ref.partition("/")
-        if not ns or not name or not port:
+        if not ns or not name or not port_text:
             raise InputError(f"{where}: expected service:NAMESPACE/NAME:PORT")
-        return ServiceTarget(ns, name, int(port) if port.isdigit() else port)
+        return ServiceTarget(ns, name, int(port_text) if port_text.isdigit() else port_text)
     if low.startswith("pods:"):
-        ref, _, port = raw[5:].rpartition(":")
+        ref, _, port_text = raw[5:].rpartition(":")
         ns, _, sel = ref.partition("/")
-        if not ns or not port:
+        if not ns or not port_text:
             raise InputError(f"{where}: expected pods:NAMESPACE/k=v,...:PORT")
         labels = {}
         for pair in filter(None, sel.split(",")):
@@ -81,7 +81,7 @@ def parse_target(text: str) -> Target:
             if not eq or not k:
                 raise InputError(f"{where}: label {pair!r} is not key=value")
             labels[k] = v
-        p, _, proto = port.partition("/")
+        p, _, proto = port_text.partition("/")
         return PodsTarget(
             None if ns == "*" else ns,
             labels,
