@@ -340,11 +340,11 @@ def _simulate(
         sample_latencies=sample_latencies,
         release_objects=all_objects,
         namespaces=_needed_namespaces(releases, [*rendered.values(), *previous.values()]),
+        overrides=overrides,
+        catalog=user_catalog(releases),
+        faults=faults,
     )
     sim.store.pods_baseline = sim.store.pods_created  # the cluster's own pods are not budgeted
-    sim.behaviour_overrides = list(overrides)  # type: ignore[attr-defined]
-    sim.catalog = user_catalog(releases)  # type: ignore[attr-defined]
-    sim.faults = faults  # type: ignore[attr-defined]
     if setup is not None:
         setup(sim)
     storage = ReleaseStorage()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from helmsim.cluster.admission import admit
+from helmsim.cluster.behaviour import BehaviourOverride, Faults
 from helmsim.cluster.controllers.crd import install_crds
 from helmsim.cluster.controllers.kubelet import Kubelet
 from helmsim.cluster.controllers.scheduler import Scheduler
@@ -24,15 +25,27 @@ def build_cluster(
     sample_latencies: bool = False,
     release_objects: Iterable[Mapping[str, Any]] = (),
     namespaces: Iterable[str] = (),
+    overrides: Iterable[BehaviourOverride] = (),
+    catalog: Sequence[Any] | None = None,
+    faults: Faults | None = None,
 ) -> Simulation:
     """A fresh cluster of ``profile`` at t=0, ready for Helm to apply releases.
 
     ``release_objects`` are the manifests of the releases that will be applied: the behaviour
     model reads them to infer what a workload needs before its policy exists. ``namespaces``
-    exist before the releases are applied (the cluster's platform created them).
+    exist before the releases are applied (the cluster's platform created them). ``overrides``,
+    ``catalog`` and ``faults`` are the run's behaviour overrides, behaviour catalog and fault
+    hooks (:class:`helmsim.cluster.engine.Simulation`).
     """
-    sim = Simulation(profile, seed=seed, sample_latencies=sample_latencies)
-    sim.release_objects = list(release_objects)  # type: ignore[attr-defined]
+    sim = Simulation(
+        profile,
+        seed=seed,
+        sample_latencies=sample_latencies,
+        release_objects=release_objects,
+        overrides=overrides,
+        catalog=catalog,
+        faults=faults,
+    )
     seed_cluster(sim)
     for ns in sorted(set(namespaces)):
         if sim.store.get("Namespace", None, ns) is None:

@@ -13,13 +13,18 @@ import random
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 
 from helmsim import limits
 from helmsim.cluster.store import Store
 from helmsim.cluster.trace import Trace, TraceEvent
+
+if TYPE_CHECKING:
+    from helmsim.cluster.behaviour import BehaviourOverride, Faults
+    from helmsim.cluster.netstate import NetworkState
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 """Simulated time 0 as a wall-clock instant, for objects' timestamps."""
@@ -38,6 +43,12 @@ class Simulation:
     are looked up by snake_case name (``api_write``, ``scheduling``, ``image_pull`` …) and have
     ``nominal()`` and ``sample(rng)``: deterministic runs use the nominal values, Monte-Carlo runs
     (``sample_latencies=True``) draw from ``rng`` seeded with ``seed``.
+
+    What the run is about is given here, once (``helmsim.cluster.cluster.build_cluster`` passes
+    it): ``release_objects``, the manifests of the releases to be applied (the behaviour model
+    reads a policy or binding before it is applied); ``overrides``, the scenario's behaviour
+    overrides; ``catalog``, the behaviour catalog entries (None: the built-in catalog);
+    ``faults``, the fault injection hooks (``helmsim.cluster.behaviour.Faults``).
     """
 
     def __init__(
@@ -47,8 +58,19 @@ class Simulation:
         seed: int = 0,
         sample_latencies: bool = False,
         pod_grace_default: float = 1.0,
+        release_objects: Iterable[Mapping[str, Any]] = (),
+        overrides: Iterable[BehaviourOverride] = (),
+        catalog: Sequence[Any] | None = None,
+        faults: Faults | None = None,
     ) -> None:
         self.profile = profile
+        self.release_objects: list[Mapping[str, Any]] = list(release_objects)
+        self.behaviour_overrides: list[BehaviourOverride] = list(overrides)
+        self.catalog: Sequence[Any] | None = catalog
+        self.faults: Faults | None = faults
+        self.network: NetworkState | None = None
+        """The network state (``helmsim.cluster.netstate.network_state`` makes it on first use)."""
+        self._release_by_kind: dict[str, list[Mapping[str, Any]]] | None = None
         self.env = simpy.Environment()
         self.rng = random.Random(seed)
         self.sample_latencies = sample_latencies
@@ -61,6 +83,15 @@ class Simulation:
         self._max_events = limits.current().max_events
         if self._max_events:
             self.env.step = self._counted_step  # type: ignore[method-assign]
+
+    def release_objects_of(self, kind: str) -> list[Mapping[str, Any]]:
+        """The release manifests of ``kind``, in release order."""
+        if self._release_by_kind is None:
+            self._release_by_kind = {}
+            for o in self.release_objects:
+                if isinstance(o, Mapping):
+                    self._release_by_kind.setdefault(str(o.get("kind")), []).append(o)
+        return self._release_by_kind.get(kind, [])
 
     @property
     def now(self) -> float:

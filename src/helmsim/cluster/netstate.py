@@ -25,10 +25,9 @@ from __future__ import annotations
 import ipaddress
 import math
 import random
-import weakref
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.behaviour import Need
 from helmsim.cluster.network import (
@@ -53,6 +52,9 @@ from helmsim.cluster.network import (
 from helmsim.cluster.network.labelfilter import DEFAULT_FILTER, LabelFilter
 from helmsim.cluster.store import key_of, ref_of
 from helmsim.errors import InputError
+
+if TYPE_CHECKING:
+    from helmsim.cluster.engine import Simulation
 
 POLICY_KINDS = ("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
 
@@ -155,7 +157,7 @@ class NetworkState:
         ``Faults.policy_propagation`` hook adjusts it (when the simulation has one), and the
         hook's addition."""
         sampled = self._propagation()
-        hook = getattr(getattr(self.sim, "faults", None), "policy_propagation", None)
+        hook = getattr(self.sim.faults, "policy_propagation", None)
         delay = sampled if hook is None else max(0.0, float(hook(doc, sampled)))
         return delay, delay - sampled
 
@@ -202,7 +204,7 @@ class NetworkState:
                 # from its own watch, so each node's delay is its own draw
                 d = max(0.0, float(lat.sample(self._agent_rng))) + extra
             t = t0 + d
-            hook = getattr(getattr(self.sim, "faults", None), "agent_policy_time", None)
+            hook = getattr(self.sim.faults, "agent_policy_time", None)
             out[node] = t if hook is None else float(hook(node, doc, t))
         return out
 
@@ -300,7 +302,7 @@ class NetworkState:
             wait = max(0.0, ready - start)
         done = end + wait
         self._endpoints[(namespace, name)] = (start, done)
-        hook = getattr(getattr(self.sim, "faults", None), "endpoint_init", None)
+        hook = getattr(self.sim.faults, "endpoint_init", None)
         stuck = hook(pod) if hook is not None and pod else None
         if stuck:
             self._identity_ready[(namespace, name)] = done + float(stuck)
@@ -385,7 +387,7 @@ class NetworkState:
                 cause="policy",
             )
         view = self.view(src)
-        hook = getattr(getattr(self.sim, "faults", None), "apiserver_unlabelled", None)
+        hook = getattr(self.sim.faults, "apiserver_unlabelled", None)
         if hook is not None and self.cni.type == "cilium":
             missing = hook(tuple((n.name, n.ip) for n in view.control_plane_nodes()))
             if missing:
@@ -642,15 +644,11 @@ class NetworkState:
         return str(getattr(addressing, "cluster_domain", "cluster.local"))
 
 
-_STATES: weakref.WeakKeyDictionary[Any, NetworkState] = weakref.WeakKeyDictionary()
-
-
-def network_state(sim: Any) -> NetworkState:
-    """The simulation's network state (created on first use, then shared)."""
-    state = _STATES.get(sim)
-    if state is None:
-        state = _STATES[sim] = NetworkState(sim)
-    return state
+def network_state(sim: Simulation) -> NetworkState:
+    """The simulation's network state (``sim.network``, created on first use, then shared)."""
+    if sim.network is None:
+        sim.network = NetworkState(sim)
+    return sim.network
 
 
 def connect(

@@ -290,7 +290,7 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
         yield sim.env.event()  # runs until stopped
     elif model.run_seconds > 0:
         yield sim.sleep(model.run_seconds)
-    faults = getattr(sim, "faults", None)
+    faults = sim.faults
     forced = faults.exit_code(rt.store.get("Pod", *rt.key) or {}, name, run) if faults else None
     return int(forced) if forced is not None else model.exit_code
 

@@ -76,7 +76,7 @@ def warm_images(sim: Simulation) -> None:
             for v in value:
                 walk(v)
 
-    walk(getattr(sim, "release_objects", []))
+    walk(sim.release_objects)
     kubelet = next((c for c in sim.controllers if isinstance(c, Kubelet)), None)
     if kubelet is None:
         return

@@ -186,24 +186,16 @@ def get_phase(
 def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourContext:
     """What the behaviour model may read: the store plus the release being installed.
 
-    ``sim.release_objects`` (optional, set by whoever drives the simulation) holds the manifests
-    of the release, so a policy or binding that has not been applied yet still says what the
-    workload is meant to reach; ``sim.behaviour_overrides`` holds scenario overrides.
+    ``sim.release_objects`` holds the manifests of the release, so a policy or binding that has
+    not been applied yet still says what the workload is meant to reach;
+    ``sim.behaviour_overrides`` holds scenario overrides.
     """
     store = sim.store
-    by_kind: dict[str, list[Mapping[str, Any]]] | None = getattr(sim, "_release_by_kind", None)
-    if by_kind is None:
-        by_kind = {}
-        for o in getattr(sim, "release_objects", ()) or ():
-            if isinstance(o, Mapping):
-                by_kind.setdefault(str(o.get("kind")), []).append(o)
-        sim._release_by_kind = by_kind  # type: ignore[attr-defined]
-
     cluster_scoped = ("ClusterRoleBinding", "ClusterRole", "CiliumClusterwideNetworkPolicy")
 
     def gather(*kinds: str) -> list[Mapping[str, Any]]:
         seen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-        for o in (o for k in kinds for o in by_kind.get(k, ())):
+        for o in (o for k in kinds for o in sim.release_objects_of(k)):
             kind = str(o.get("kind"))
             doc = o
             meta = doc.get("metadata") or {}
@@ -240,8 +232,8 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         apiserver_endpoint=str(getattr(addressing, "apiserver_endpoint", "172.18.0.2:6443")),
         kube_dns_ip=str(getattr(addressing, "kube_dns_cluster_ip", "10.96.0.10")),
         cluster_domain=str(getattr(addressing, "cluster_domain", "cluster.local")),
-        overrides=tuple(getattr(sim, "behaviour_overrides", ()) or ()),
-        catalog=getattr(sim, "catalog", None),
+        overrides=tuple(sim.behaviour_overrides),
+        catalog=sim.catalog,
     )
 
 
@@ -804,7 +796,7 @@ class PodRuntime:
                 "Normal", "Pulled", f'Container image "{image}" already present on machine', cause
             )
             return
-        faults = getattr(self.sim, "faults", None)
+        faults = self.sim.faults
         slower = getattr(faults, "image_pull_delay", None)
         attempt = 0
         backoff = 0.0

@@ -210,7 +210,7 @@ class ExternalProvisioner(Controller):
             f'External provisioner is provisioning volume for claim "{claim_key(claim)}"',
             cause,
         )
-        faults = getattr(self.sim, "faults", None)
+        faults = self.sim.faults
         failing = getattr(faults, "provision_error", None)
         problem = self._refusal(claim) or (
             failing(claim, self.provisioner, self._failures.get(uid, 0) + 1) if failing else None
