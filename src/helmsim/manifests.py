@@ -10,6 +10,7 @@ from typing import Any
 
 from helmsim import limits, yamlio
 from helmsim.errors import InputError, Where
+from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 from helmsim.kube.nulls import drop_nulls
 
 HOOK_ANNOTATION = "helm.sh/hook"
@@ -31,26 +32,6 @@ HOOK_EVENTS: Mapping[str, str] = {
     "test": "test",
     "test-success": "test",
 }
-
-# Built-in cluster-scoped kinds (kubectl api-resources --namespaced=false, Kubernetes 1.31).
-CLUSTER_SCOPED_KINDS: frozenset[str] = frozenset(
-    {
-        "APIService", "CertificateSigningRequest", "ClusterRole", "ClusterRoleBinding",
-        "ComponentStatus", "CSIDriver", "CSINode", "CustomResourceDefinition",
-        "FlowSchema", "IngressClass", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
-        "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume",
-        "PodSecurityPolicy", "PriorityClass", "PriorityLevelConfiguration", "RuntimeClass",
-        "SelfSubjectAccessReview", "SelfSubjectReview", "SelfSubjectRulesReview",
-        "StorageClass", "StorageVersionMigration", "SubjectAccessReview", "TokenReview",
-        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-        "ValidatingWebhookConfiguration", "VolumeAttachment", "VolumeAttributesClass",
-        "DeviceClass", "ResourceSlice", "IPAddress", "ServiceCIDR",
-        # Well-known CRD-defined cluster-scoped kinds, for manifests rendered without their CRD.
-        "CiliumClusterwideNetworkPolicy", "CiliumClusterwideEnvoyConfig", "CiliumIdentity",
-        "CiliumNode", "CiliumExternalWorkload", "CiliumLoadBalancerIPPool",
-        "ClusterIssuer", "ClusterPolicy", "ClusterSecretStore",
-    }
-)
 
 _GO_ATOI = re.compile(r"^[+-]?[0-9]+$")
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from helmsim.cluster.behaviour import BehaviourOverride
-from helmsim.cluster.controllers.kubelet import Kubelet, default_pull_policy, get_phase, go_duration
+from helmsim.cluster.controllers.kubelet import Kubelet, default_pull_policy, get_phase
 from helmsim.cluster.controllers.scheduler import Scheduler
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.profile import load_profile
@@ -316,21 +316,6 @@ def test_get_phase_init_failure() -> None:
     app = [{"name": "c", "state": {"waiting": {"reason": "PodInitializing"}}, "lastState": {}}]
     assert get_phase(spec, init, app) == "Failed"
     assert get_phase({**spec, "restartPolicy": "OnFailure"}, init, app) == "Pending"
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"),
-    [
-        (3, "3s"),
-        (2.5, "2.5s"),
-        (0.5, "500ms"),
-        (90, "1m30s"),
-        (0.0004, "0s"),
-        (3725.25, "1h2m5.25s"),
-    ],
-)
-def test_go_duration(seconds: float, text: str) -> None:
-    assert go_duration(seconds) == text
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ from helmsim.cluster.podadmission import admit_pod
 from helmsim.cluster.profile import guess_plural
 from helmsim.cluster.store import ApiError, clone
 from helmsim.kube.served import builtin_served
-from helmsim.manifests import CLUSTER_SCOPED_KINDS
+from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation

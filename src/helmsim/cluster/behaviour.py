@@ -22,7 +22,9 @@ from typing import Any, Literal, Protocol
 
 from helmsim.cluster.latency import parse_duration
 from helmsim.errors import InputError
+from helmsim.kube import addresses
 from helmsim.kube.nulls import drop_nulls
+from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 from helmsim.yamlio import load_documents
 
 ANNOTATION_PREFIX = "helmsim.dev/"
@@ -101,7 +103,7 @@ def parse_need(text: str, *, namespace: str, where: str = NEEDS_ANNOTATION) -> N
     return Need("cidr", str(net), port)
 
 
-def _name_need(host: str, port: int, namespace: str, cluster_domain: str = "cluster.local") -> Need:
+def _name_need(host: str, port: int, namespace: str, cluster_domain: str = addresses.CLUSTER_DOMAIN) -> Need:
     """A host name: the apiserver's Service, an in-cluster Service name, or an external FQDN."""
     name = host.lower().rstrip(".")
     suffix = f".svc.{cluster_domain}"
@@ -413,10 +415,10 @@ class BehaviourContext:
     config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     services: Sequence[Mapping[str, Any]] = ()
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    apiserver_cluster_ip: str = "10.96.0.1"
-    apiserver_endpoint: str = "172.18.0.2:6443"
-    kube_dns_ip: str = "10.96.0.10"
-    cluster_domain: str = "cluster.local"
+    apiserver_cluster_ip: str = addresses.APISERVER_CLUSTER_IP
+    apiserver_endpoint: str = addresses.APISERVER_ENDPOINT
+    kube_dns_ip: str = addresses.KUBE_DNS_CLUSTER_IP
+    cluster_domain: str = addresses.CLUSTER_DOMAIN
     overrides: Sequence[BehaviourOverride] = ()
     catalog: Sequence[Any] | None = None
     """Catalog entries (:class:`helmsim.cluster.catalog.CompiledEntry`), the user's first;
@@ -923,7 +925,7 @@ _URL = re.compile(r"(?P<scheme>https?)://(?P<host>\[[^\]]+\]|[^/:\s'\"]+)(?::(?P
 
 
 def parse_wait_loop(
-    script: str, namespace: str, cluster_domain: str = "cluster.local"
+    script: str, namespace: str, cluster_domain: str = addresses.CLUSTER_DOMAIN
 ) -> tuple[WaitLoop | None, str]:
     """Recognise ``until <probe>; do sleep N; done`` (optionally under ``timeout N sh -c``).
 
@@ -1280,24 +1282,8 @@ def _applies(
     return objs, notes
 
 
-_CLUSTER_SCOPED = {
-    "Namespace",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "CustomResourceDefinition",
-    "StorageClass",
-    "PersistentVolume",
-    "PriorityClass",
-    "CiliumClusterwideNetworkPolicy",
-    "Node",
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-    "APIService",
-}
-
-
 def _namespaced(doc: Mapping[str, Any]) -> bool:
-    return doc.get("kind") not in _CLUSTER_SCOPED
+    return str(doc.get("kind")) not in CLUSTER_SCOPED_KINDS
 
 
 def _config_map_files(

@@ -50,6 +50,7 @@ from helmsim.cluster.network import (
     evaluate,
 )
 from helmsim.cluster.network.labelfilter import DEFAULT_FILTER, LabelFilter
+from helmsim.cluster.profile import addressing_of
 from helmsim.cluster.store import key_of, ref_of
 from helmsim.errors import InputError
 
@@ -636,12 +637,10 @@ class NetworkState:
         return None
 
     def _dns_ip(self) -> str:
-        addressing = getattr(self.sim.profile, "addressing", None)
-        return str(getattr(addressing, "kube_dns_cluster_ip", "10.96.0.10"))
+        return addressing_of(self.sim.profile).kube_dns_cluster_ip
 
     def _domain(self) -> str:
-        addressing = getattr(self.sim.profile, "addressing", None)
-        return str(getattr(addressing, "cluster_domain", "cluster.local"))
+        return addressing_of(self.sim.profile).cluster_domain
 
 
 def network_state(sim: Simulation) -> NetworkState:
@@ -784,11 +783,11 @@ def build_view(sim: Any) -> ClusterView:
     """The evaluator's ClusterView of the simulated cluster: profile nodes and addresses, CoreDNS,
     the ``kubernetes`` and ``kube-dns`` Services, Namespaces, ready pods and Services."""
     profile = sim.profile
-    addressing = getattr(profile, "addressing", None)
-    api_ip = str(getattr(addressing, "apiserver_cluster_ip", "10.96.0.1"))
-    dns_ip = str(getattr(addressing, "kube_dns_cluster_ip", "10.96.0.10"))
-    domain = str(getattr(addressing, "cluster_domain", "cluster.local"))
-    endpoint = str(getattr(addressing, "apiserver_endpoint", "172.18.0.2:6443"))
+    addressing = addressing_of(profile)
+    api_ip = addressing.apiserver_cluster_ip
+    dns_ip = addressing.kube_dns_cluster_ip
+    domain = addressing.cluster_domain
+    endpoint = addressing.apiserver_endpoint
     ep_host, _, ep_port = endpoint.rpartition(":")
     listed = [str(e) for e in getattr(addressing, "apiserver_endpoints", None) or ()]
     hosts = [e.rpartition(":")[0].strip("[]") for e in listed] or [ep_host.strip("[]")]

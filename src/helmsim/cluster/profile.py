@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -30,6 +30,7 @@ from pydantic.alias_generators import to_camel
 
 from helmsim.cluster.latency import Constant, Empirical, Latency, LogNormal, Uniform, fixed
 from helmsim.errors import InputError, Where
+from helmsim.kube import addresses
 from helmsim.kube.served import builtin_apis
 from helmsim.yamlio import key_lines, load_one, read_text
 
@@ -300,22 +301,17 @@ def _host_port(v: str) -> tuple[str, int]:
 class Addressing(_Model):
     """Cluster addresses. Defaults: kubeadm's (cmd/kubeadm/app/apis/kubeadm/v1beta4/defaults.go)."""
 
-    # kubeadm DefaultServicesSubnet = "10.96.0.0/12"
-    service_cidr: str = Field(default="10.96.0.0/12", alias="serviceCIDR")
-    pod_cidr: str = Field(default="10.244.0.0/16", alias="podCIDR")
-    # kubeadm constants.go GetAPIServerVirtualIP: the first address of the service subnet.
-    apiserver_cluster_ip: str = Field(default="10.96.0.1", alias="apiserverClusterIP")
-    # What the `kubernetes` Service's endpoints point at; kubeadm DefaultAPIBindPort = 6443.
-    apiserver_endpoint: str = "172.18.0.2:6443"
+    service_cidr: str = Field(default=addresses.SERVICE_CIDR, alias="serviceCIDR")
+    pod_cidr: str = Field(default=addresses.POD_CIDR, alias="podCIDR")
+    apiserver_cluster_ip: str = Field(default=addresses.APISERVER_CLUSTER_IP, alias="apiserverClusterIP")
+    apiserver_endpoint: str = addresses.APISERVER_ENDPOINT
     # Several API server endpoints (an HA control plane: each control-plane node's IP:6443, as
     # kube-apiserver's endpoint reconciler publishes them in default/kubernetes); empty: just
     # ``apiserverEndpoint``. Endpoints on node IPs place the API server on those nodes; others
     # place it outside the cluster (a managed control plane).
     apiserver_endpoints: list[str] = Field(default_factory=list)
-    # kubeadm DefaultClusterDNSIP = "10.96.0.10" (constants.go GetDNSIP: index 10 of the subnet).
-    kube_dns_cluster_ip: str = Field(default="10.96.0.10", alias="kubeDNSClusterIP")
-    # kubeadm DefaultServiceDNSDomain
-    cluster_domain: str = "cluster.local"
+    kube_dns_cluster_ip: str = Field(default=addresses.KUBE_DNS_CLUSTER_IP, alias="kubeDNSClusterIP")
+    cluster_domain: str = addresses.CLUSTER_DOMAIN
 
     @field_validator("service_cidr", "pod_cidr")
     @classmethod
@@ -372,6 +368,12 @@ class Addressing(_Model):
 # --- The profile --------------------------------------------------------------------------------
 
 _KUBE_VERSION = re.compile(r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?([-+][0-9A-Za-z.+-]+)?$")
+
+
+def addressing_of(profile: Any) -> Addressing:
+    """``profile``'s addresses; kubeadm's defaults for a profile without any (test doubles)."""
+    found = getattr(profile, "addressing", None)
+    return Addressing() if found is None else cast(Addressing, found)
 
 
 class FluxSettings(_Model):

@@ -31,6 +31,7 @@ from helmsim.cluster.behaviour import (
 )
 from helmsim.cluster.catalog import CheckSpec, CompiledEntry, EntrySpec, Flag
 from helmsim.cluster.latency import parse_duration
+from helmsim.kube import addresses
 from helmsim.errors import InputError
 
 # kubernetes third_party/forked/golang/expansion/expand.go: $(VAR) in command and args is
@@ -167,7 +168,7 @@ def match_program(
     view: ContainerView,
     namespace: str,
     entries: Sequence[CompiledEntry],
-    cluster_domain: str = "cluster.local",
+    cluster_domain: str = addresses.CLUSTER_DOMAIN,
 ) -> tuple[Program | None, list[str]]:
     """The program of the first entry matching ``view`` (and notes on entries that matched but
     whose arguments could not be read)."""

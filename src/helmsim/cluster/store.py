@@ -277,8 +277,9 @@ class Store:
 
     def apiserver_ip(self) -> str:
         """The ClusterIP of the ``kubernetes`` Service (the profile's, default 10.96.0.1)."""
-        addressing = getattr(self._sim.profile, "addressing", None)
-        return str(getattr(addressing, "apiserver_cluster_ip", None) or "10.96.0.1")
+        from helmsim.cluster.profile import addressing_of  # the profile module loads pydantic models
+
+        return addressing_of(self._sim.profile).apiserver_cluster_ip
 
     def _refuse(self, actor: str, verb: str, obj: Mapping[str, Any], *, item: bool = True, sub: str = "") -> None:
         err = self.unreachable(actor, verb, obj, item=item, sub=sub)

@@ -13,6 +13,7 @@ from typing import Any
 
 import simpy
 
+from helmsim.kube.gotime import go_duration
 from helmsim.flux.helmrelease import DEPENDENCY_REQUEUE, HelmRelease
 from helmsim.helm import actions
 from helmsim.helm.actions import ActionOptions, ChartRelease, HelmContext
@@ -22,20 +23,6 @@ Proc = Generator[simpy.Event, Any, Any]
 # fluxcd/pkg runtime/controller rate_limiter.go: per-item exponential backoff 750ms .. 15m
 REQUEUE_MIN = 0.75
 REQUEUE_MAX = 900.0
-
-
-def go_duration(seconds: float) -> str:
-    """Go's time.Duration String for whole-second values (``5m0s``, ``1h0m0s``, ``30s``)."""
-    total = int(round(seconds))
-    h, rem = divmod(total, 3600)
-    m, s = divmod(rem, 60)
-    if h:
-        return f"{h}h{m}m{s}s"
-    if m:
-        return f"{m}m{s}s"
-    if seconds != total:
-        return f"{seconds:g}s"
-    return f"{s}s"
 
 
 @dataclass

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from helmsim.manifests import CLUSTER_SCOPED_KINDS
+from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 
 DEFAULT_KUBE_VERSION: tuple[int, int] = (1, 33)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from helmsim.kube import labels as labelsel
 from helmsim.kustomize import KustomizeError
-from helmsim.manifests import CLUSTER_SCOPED_KINDS
+from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 
 NO_NAMESPACE = "[noNs]"  # kyaml/resid/resid.go
 NO_NAME = "[noName]"

@@ -35,7 +35,10 @@ from helmsim.cluster.behaviour import (
 )
 from helmsim.cluster.engine import Controller, Simulation
 from helmsim.cluster.netstate import network_state
+from helmsim.cluster.profile import addressing_of
 from helmsim.cluster.store import ApiUnreachable, clone, ref_of
+from helmsim.kube.gotime import go_duration
+from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 
 SOURCE = "kubelet"
 # kubernetes pkg/kubelet/active_deadline.go: reason and message of an expired activeDeadlineSeconds.
@@ -92,17 +95,6 @@ TAINT_EVICTION_CONDITION = {
     "reason": "DeletionByTaintManager",
     "message": "Taint manager: deleting due to NoExecute taint",
 }
-
-
-def go_duration(seconds: float) -> str:
-    """Go's time.Duration String(), truncated to milliseconds: ``2.5s``, ``500ms``, ``1m30s``."""
-    ms = int(seconds * 1000 + 1e-6)
-    if ms < 1000:
-        return f"{ms}ms" if ms else "0s"
-    h, rem = divmod(ms, 3_600_000)
-    m, rem = divmod(rem, 60_000)
-    s = f"{rem / 1000:.3f}".rstrip("0").rstrip(".") + "s"
-    return (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + s
 
 
 def default_pull_policy(image: str) -> str:
@@ -191,15 +183,13 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
     ``sim.behaviour_overrides`` holds scenario overrides.
     """
     store = sim.store
-    cluster_scoped = ("ClusterRoleBinding", "ClusterRole", "CiliumClusterwideNetworkPolicy")
-
     def gather(*kinds: str) -> list[Mapping[str, Any]]:
         seen: dict[tuple[str, str, str], Mapping[str, Any]] = {}
         for o in (o for k in kinds for o in sim.release_objects_of(k)):
             kind = str(o.get("kind"))
             doc = o
             meta = doc.get("metadata") or {}
-            if kind not in cluster_scoped and not meta.get("namespace"):
+            if kind not in CLUSTER_SCOPED_KINDS and not meta.get("namespace"):
                 # Helm installs namespaced objects without a namespace into the release's;
                 # copy only what changes (the model never mutates what it reads).
                 meta = {**meta, "namespace": str(pod["metadata"].get("namespace") or "default")}
@@ -217,7 +207,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         }
         for o in gather("ConfigMap")
     }
-    addressing = getattr(sim.profile, "addressing", None)
+    addressing = addressing_of(sim.profile)
     return BehaviourContext(
         policies=gather("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"),
         bindings=gather("RoleBinding", "ClusterRoleBinding"),
@@ -228,10 +218,10 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
             str(n["metadata"]["name"]): n["metadata"].get("labels") or {}
             for n in store.list("Namespace")
         },
-        apiserver_cluster_ip=str(getattr(addressing, "apiserver_cluster_ip", "10.96.0.1")),
-        apiserver_endpoint=str(getattr(addressing, "apiserver_endpoint", "172.18.0.2:6443")),
-        kube_dns_ip=str(getattr(addressing, "kube_dns_cluster_ip", "10.96.0.10")),
-        cluster_domain=str(getattr(addressing, "cluster_domain", "cluster.local")),
+        apiserver_cluster_ip=addressing.apiserver_cluster_ip,
+        apiserver_endpoint=addressing.apiserver_endpoint,
+        kube_dns_ip=addressing.kube_dns_cluster_ip,
+        cluster_domain=addressing.cluster_domain,
         overrides=tuple(sim.behaviour_overrides),
         catalog=sim.catalog,
     )
@@ -337,8 +327,7 @@ class Kubelet(Controller):
         """The next pod IP on ``node``: the node's /24 of the pod CIDR, from .10 (deterministic)."""
         nodes = [n.name for n in self.sim.profile.nodes]
         index = nodes.index(node) if node in nodes else 0
-        addressing = getattr(self.sim.profile, "addressing", None)
-        cidr = ipaddress.ip_network(str(getattr(addressing, "pod_cidr", "10.244.0.0/16")))
+        cidr = ipaddress.ip_network(addressing_of(self.sim.profile).pod_cidr)
         if cidr.prefixlen <= 24:
             count = 2 ** (24 - cidr.prefixlen)  # the /24s of the pod CIDR, without listing them
             subnet = ipaddress.ip_network((int(cidr.network_address) + (index % count) * 256, 24))
@@ -818,8 +807,9 @@ class PodRuntime:
                 self.event(
                     "Normal",
                     "Pulled",
-                    f'Successfully pulled image "{image}" in {go_duration(took)} '
-                    f"({go_duration(took)} including waiting)",
+                    # pkg/kubelet/images/image_manager.go EnsureImageExists: Truncate(time.Millisecond)
+                    f'Successfully pulled image "{image}" in {go_duration(took, truncate=0.001)} '
+                    f"({go_duration(took, truncate=0.001)} including waiting)",
                     cause,
                 )
                 return

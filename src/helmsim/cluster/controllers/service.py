@@ -36,6 +36,7 @@ from helmsim.cluster.controllers.workloads import (
     trigger_cause,
 )
 from helmsim.cluster.engine import Controller
+from helmsim.cluster.profile import addressing_of
 from helmsim.cluster.selectors import matches_map
 from helmsim.cluster.store import clone, owner_reference, ref_of
 
@@ -65,15 +66,6 @@ def _hash(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
-def _profile_addressing(profile: Any) -> Any:
-    addressing = getattr(profile, "addressing", None)
-    if addressing is None:
-        from helmsim.cluster.profile import Addressing
-
-        addressing = Addressing()
-    return addressing
-
-
 class ServiceController(Controller):
     """Allocates ClusterIPs and NodePorts and applies Service defaults (the API server's job)."""
 
@@ -82,7 +74,7 @@ class ServiceController(Controller):
 
     def __init__(self, sim: Simulation) -> None:
         super().__init__(sim)
-        self.addressing = _profile_addressing(sim.profile)
+        self.addressing = addressing_of(sim.profile)
         self._reported_lb: set[str] = set()
         # the Service IP index: who holds each ClusterIP and NodePort, kept by every Service write
         self._ips: dict[str, set[Key]] = {}
@@ -549,7 +541,7 @@ def seed_cluster(sim: Simulation, *, dns_pods: bool = True) -> list[dict[str, An
     and their endpoints. Call it before applying a release.
     """
     profile = sim.profile
-    addr = _profile_addressing(profile)
+    addr = addressing_of(profile)
     store = sim.store
     out: list[dict[str, Any]] = []
 

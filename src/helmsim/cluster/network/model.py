@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from helmsim.cluster.network.labelfilter import DEFAULT_FILTER, LabelFilter
 from helmsim.errors import InputError
+from helmsim.kube import addresses
 
 Protocol = Literal["TCP", "UDP", "SCTP"]
 PROTOCOLS: tuple[str, ...] = ("TCP", "UDP", "SCTP")
@@ -24,8 +25,8 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # kubernetes/kubernetes cmd/kubeadm/app/constants/constants.go GetAPIServerVirtualIP (1st IP of
 # the service CIDR 10.96.0.0/12) and GetDNSIP (10th IP); kubeadm defaults: apiserver binds 6443.
-DEFAULT_APISERVER_SERVICE_IP = "10.96.0.1"
-DEFAULT_DNS_SERVICE_IP = "10.96.0.10"
+DEFAULT_APISERVER_SERVICE_IP = addresses.APISERVER_CLUSTER_IP
+DEFAULT_DNS_SERVICE_IP = addresses.KUBE_DNS_CLUSTER_IP
 APISERVER_SERVICE_PORT = 443
 APISERVER_ENDPOINT_PORT = 6443
 
