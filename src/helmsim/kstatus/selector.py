@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from helmsim.kstatus.fields import StatusError, go_type, go_value, is_missing, nested
+from helmsim.kube.selectors import Requirement, Selector
 
 Matcher = Callable[[Mapping[str, str]], bool]
 
@@ -47,25 +48,11 @@ def selector_of(obj: Mapping[str, Any]) -> Matcher:
             # metav1 LabelSelectorAsSelector
             raise StatusError(f'"{op}" is not a valid label selector operator')
         reqs.append((str(key), str(op), frozenset(str(v) for v in values)))
-    wanted = dict(match_labels)
-
-    def matches(labels: Mapping[str, str]) -> bool:
-        for k, v in wanted.items():
-            if labels.get(k) != v:
-                return False
-        for key, op, values in reqs:
-            present = key in labels
-            if op == "In" and not (present and labels[key] in values):
-                return False
-            if op == "NotIn" and present and labels[key] in values:
-                return False
-            if op == "Exists" and not present:
-                return False
-            if op == "DoesNotExist" and present:
-                return False
-        return True
-
-    return matches
+    selector = Selector(
+        tuple(Requirement(str(k), "In", frozenset({v})) for k, v in match_labels.items())
+        + tuple(Requirement(key, op, values) for key, op, values in reqs)
+    )
+    return selector.matches
 
 
 def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:

@@ -6,10 +6,10 @@ and ``annotationSelector`` targets, ``kubectl -l``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-Requirement = Callable[[Mapping[str, str]], bool]
+from helmsim.kube.selectors import Requirement
 
 # pkg/labels/selector.go Lexer: these characters end an identifier
 _TOKEN = re.compile(r"\s*(==|=|!=|!|,|\(|\)|[^\s=!,()]+)")
@@ -27,7 +27,7 @@ class LabelSelector:
     requirements: tuple[Requirement, ...]
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(req(labels) for req in self.requirements)
+        return all(req.matches(labels) for req in self.requirements)
 
 
 def _tokens(text: str) -> list[str]:
@@ -92,29 +92,30 @@ def parse(text: str) -> LabelSelector:
     return LabelSelector(text, tuple(reqs))
 
 
+# pkg/labels/selector.go Requirement.Matches: the string operators are the LabelSelector ones
+# (NotEquals, like NotIn, holds when the key is absent)
 def _present(key: str) -> Requirement:
-    return lambda labels: key in labels
+    return Requirement(key, "Exists", frozenset())
 
 
 def _absent(key: str) -> Requirement:
-    return lambda labels: key not in labels
+    return Requirement(key, "DoesNotExist", frozenset())
 
 
 def _equals(key: str, value: str) -> Requirement:
-    return lambda labels: labels.get(key) == value
+    return Requirement(key, "In", frozenset({value}))
 
 
 def _differs(key: str, value: str) -> Requirement:
-    # pkg/labels/selector.go Matches: NotEquals holds when the key is absent too
-    return lambda labels: labels.get(key) != value
+    return Requirement(key, "NotIn", frozenset({value}))
 
 
 def _in(key: str, values: frozenset[str]) -> Requirement:
-    return lambda labels: key in labels and labels[key] in values
+    return Requirement(key, "In", values)
 
 
 def _notin(key: str, values: frozenset[str]) -> Requirement:
-    return lambda labels: key not in labels or labels[key] not in values
+    return Requirement(key, "NotIn", values)
 
 
 __all__ = ["LabelSelector", "SelectorError", "parse"]
