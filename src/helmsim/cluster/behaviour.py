@@ -424,6 +424,20 @@ class BehaviourContext:
     """Catalog entries (:class:`helmsim.cluster.catalog.CompiledEntry`), the user's first;
     ``None``: the built-in catalog."""
     policy_cache: PolicyCache = field(default_factory=lambda: PolicyCache(), compare=False, repr=False)
+    _by_name: dict[str, Mapping[tuple[str, str], Mapping[str, Any]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def services_by_name(self, namespace: str) -> Mapping[tuple[str, str], Mapping[str, Any]]:
+        """``services`` by (namespace, name), a Service without a namespace in ``namespace``
+        (built once per context and namespace)."""
+        found = self._by_name.get(namespace)
+        if found is None:
+            found = self._by_name[namespace] = {
+                (str((svc.get("metadata") or {}).get("namespace") or namespace), str((svc.get("metadata") or {}).get("name"))): svc
+                for svc in self.services
+            }
+        return found
     """Policies compiled and indexed so far; the kubelet shares one across contexts so each
     policy is compiled once."""
 
@@ -1054,10 +1068,7 @@ def env_peers(
     """Services of the cluster or the release that the container's environment names: a URL
     (``postgres://app@db:5432/app``), ``host:port``, or ``X_HOST`` with ``X_PORT``. Only names
     that are Services the simulation knows count (an external name may not be dialled at start)."""
-    known = {
-        (str((svc.get("metadata") or {}).get("namespace") or namespace), str((svc.get("metadata") or {}).get("name"))): svc
-        for svc in ctx.services
-    }
+    known = ctx.services_by_name(namespace)
     found: list[tuple[str, str, int]] = []
     for key, value in sorted(env.items()):
         text = value.strip()

@@ -71,6 +71,7 @@ class Simulation:
         self.network: NetworkState | None = None
         """The network state (``helmsim.cluster.netstate.network_state`` makes it on first use)."""
         self._release_by_kind: dict[str, list[Mapping[str, Any]]] | None = None
+        self._latencies: dict[str, LatencyLike] = {}  # the profile's, looked up once per name
         self.env = simpy.Environment()
         self.rng = random.Random(seed)
         self.sample_latencies = sample_latencies
@@ -109,7 +110,9 @@ class Simulation:
 
     def latency(self, name: str) -> float:
         """A latency of the profile: nominal, or drawn when sampling."""
-        lat = profile_latency(self.profile, name)
+        lat = self._latencies.get(name)
+        if lat is None:
+            lat = self._latencies[name] = profile_latency(self.profile, name)
         value = lat.sample(self.rng) if self.sample_latencies else lat.nominal()
         return max(0.0, float(value))
 

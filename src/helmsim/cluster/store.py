@@ -26,15 +26,19 @@ WatchFn = Callable[[str, dict[str, Any]], None]
 _SERVER_META = ("uid", "creationTimestamp", "resourceVersion", "generation", "deletionTimestamp")
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def clone(value: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than
-    ``copy.deepcopy``, which the store calls on every write."""
+    ``copy.deepcopy``, which the store calls on every write (scalars, most of the leaves, are
+    returned without a call)."""
     kind = type(value)
     if kind is dict:
-        return {k: clone(v) for k, v in value.items()}
+        return {k: v if type(v) in _ATOMS else clone(v) for k, v in value.items()}
     if kind is list:
-        return [clone(v) for v in value]
-    if kind in (str, int, float, bool) or value is None:
+        return [v if type(v) in _ATOMS else clone(v) for v in value]
+    if kind in _ATOMS:
         return value
     return copy.deepcopy(value)
 
