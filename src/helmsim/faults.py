@@ -169,7 +169,7 @@ class ScenarioFaults:
         for f in self._of(EndpointInit):
             if f.match.matches(pod, f.match.container or "") and f.attempts.covers(attempt):
                 secs = math.inf if f.seconds is None else float(f.seconds)
-                how = "never gets its identity" if f.seconds is None else f"for {secs:g}s"
+                how = "for good (it never gets its own)" if f.seconds is None else f"for {secs:g}s"
                 self._log(
                     "fault",
                     _ref(pod, "Pod"),

@@ -64,6 +64,9 @@ def seeds(kind: str) -> list[Any]:
     if kind == "scenario":
         files = sorted((ROOT / "examples/scenarios").rglob("*.helmsim.yaml"))
         return [_yaml_docs(p)[0] for p in files[:12]]
+    if kind == "observation":
+        files = sorted((ROOT / "examples/explain").glob("*.observation.yaml"))
+        return [_yaml_docs(p)[0] for p in files]
     if kind == "helmrelease":
         return [d for p in sorted(ROOT.glob("examples/*/flux/*.yaml")) for d in _yaml_docs(p)]
     if kind == "sources":  # HelmReleases with their source objects, one List per tree

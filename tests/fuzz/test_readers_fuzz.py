@@ -30,6 +30,7 @@ from helmsim import kstatus, render, yamlio
 from helmsim.cli.status import load_objects
 from helmsim.cluster.profile import load_profile
 from helmsim.config import load_config
+from helmsim.explain.observation import parse_observation
 from helmsim.flux import sources
 from helmsim.flux.inputs import flux_tree_from_files, load_flux_tree
 from helmsim.helm.plan import plan_install
@@ -41,6 +42,7 @@ _DIR = Path(tempfile.mkdtemp(prefix="helmsim-fuzz-"))
 POOLS = {
     "profile": seeds("profile"),
     "scenario": seeds("scenario"),
+    "observation": seeds("observation"),
     "helmrelease": seeds("helmrelease"),
     "values": seeds("values"),
     "config": seeds("config"),
@@ -130,6 +132,13 @@ def read_objects(text: str) -> None:
             kstatus.read(obj, reader=reader, pods=pods)
 
 
+def read_observation(text: str) -> None:
+    # an eventsFile names the events file next to the observation (another reader, same rules)
+    _file("observations/seed1-incident.events.yaml", (Path(__file__).parents[2] / "examples/explain/seed1-incident.events.yaml").read_text())
+    path = _file("observations/o.observation.yaml", text)
+    parse_observation(yamlio.read_text(path), path)
+
+
 def read_manifest(text: str) -> None:
     parsed = parse_documents([("chart/templates/a.yaml", text), ("chart/templates/b.yaml", text[::-1][:0])], namespace="ns")
     plan_install(parsed.resources, [])
@@ -140,6 +149,7 @@ READERS: dict[str, tuple[Callable[[str], None], int, int]] = {
     "yaml": (read_yaml, 200, 260),
     "profile": (read_profile, 100, 130),
     "scenario": (read_scenario, 100, 160),
+    "observation": (read_observation, 100, 160),
     "helmrelease": (read_helmrelease, 150, 200),
     "config": (read_config, 100, 160),
     "values": (read_values, 100, 160),

@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "helmsim.cli.diff",
         "Render a chart as it is in the working tree and as it was at a git ref, per values file.",
     ),
+    "explain": (
+        "helmsim.cli.explain",
+        "Search the faults and latencies helmsim models for those that reproduce an observation.",
+    ),
     "fleet": (
         "helmsim.cli.fleet",
         "Rehearse every release × values file of a matrix under every profile, as parallel tasks.",
