@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SEED1_ARGS, SEED2_ARGS
+from explain_helpers import SEED1_ARGS, SEED2_ARGS
 from typer.testing import CliRunner
 
 from helmsim.cli import app

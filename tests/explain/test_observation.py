@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT
+from explain_helpers import EXAMPLES, ROOT
 
 from helmsim.errors import InputError
 from helmsim.explain.match import shape

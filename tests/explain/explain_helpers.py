@@ -1,4 +1,4 @@
-"""Shared inputs of the explain tests: the seeds' charts and the observation files of examples/."""
+"""Shared inputs of the explain tests (a uniquely named module: pytest puts each test directory on sys.path): the seeds' charts and the observation files of examples/."""
 
 from __future__ import annotations
 
