@@ -6,6 +6,9 @@ failOn: error                            # error | warning | never (the CLI flag
 rules:
   HS112: off                             # off | note | warning | error (id or slug)
   workload-before-policy: error
+unmappedReleases:                        # CRDs of charts helmsim does not simulate
+  - chart: cert-manager                  # or helmRelease: cert-manager/cert-manager (a glob)
+    crds: [{group: cert-manager.io, version: v1, kind: Certificate, scope: Namespaced}]
 fleet:                                   # helmsim fleet's matrix (docs/fleet.md)
   releases:
     - target: charts/app
@@ -36,6 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from helmsim import yamlio
+from helmsim.cluster.profile import UnmappedRelease
 from helmsim.errors import InputError
 from helmsim.fleet.matrix import FleetMatrix
 
@@ -75,6 +79,8 @@ class Config(BaseModel):
     this file's lines; they come before the built-in catalog."""
     fleet: FleetMatrix | None = None
     """The matrix of ``helmsim fleet`` (:mod:`helmsim.fleet.matrix`)."""
+    unmapped_releases: tuple[UnmappedRelease, ...] = Field(default=(), alias="unmappedReleases")
+    """CRDs the charts of unmapped HelmReleases install (docs/profiles.md#unmappedreleases)."""
     source: str | None = Field(default=None, exclude=True)
 
     @field_validator("rules", mode="before")
@@ -165,7 +171,7 @@ def load_config(path: str | Path) -> Config:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InputError("must be a mapping (profiles, failOn, rules, ignore, catalog, fleet)", file=str(p), line=1)
+        raise InputError("must be a mapping (profiles, failOn, rules, ignore, catalog, fleet, unmappedReleases)", file=str(p), line=1)
     entries: tuple[Any, ...] = ()
     if "catalog" in data:
         from helmsim.cluster.catalog import validate_entries

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from helmsim.errors import InputError
 from helmsim.expectations import Checked, check, find_release
 from helmsim.scenario import (
-    SUFFIXES,
+    is_scenario_name,
     Behaviour,
     Expectation,
     Fault,
@@ -185,7 +185,7 @@ def helmsim_render() -> Callable[..., list[dict[str, Any]]]:
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
-    if file_path.name.endswith(SUFFIXES):
+    if is_scenario_name(file_path.name):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 

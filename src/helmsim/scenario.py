@@ -41,6 +41,12 @@ KIND = "Scenario"
 SUFFIXES = (".helmsim.yaml", ".helmsim.yml")
 """Scenario files are recognised in directories by these suffixes."""
 
+
+def is_scenario_name(name: str) -> bool:
+    """A file name ending in one of :data:`SUFFIXES`, other than the config file's own
+    (``.helmsim.yaml``, :mod:`helmsim.config`), which sits beside charts and Flux trees."""
+    return name.endswith(SUFFIXES) and name not in SUFFIXES
+
 # Owners of pods by workload kind: a Deployment's pods belong to its ReplicaSets
 # (kubernetes pkg/controller/deployment: ReplicaSet name = <deployment>-<pod-template-hash>),
 # a CronJob's to its Jobs (pkg/controller/cronjob: Job name = <cronjob>-<scheduled time>).
@@ -564,7 +570,7 @@ def discover(paths: Sequence[str | Path]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(SUFFIXES)))
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and is_scenario_name(f.name)))
         elif p.is_file():
             out.append(p)
         else:

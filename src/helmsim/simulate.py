@@ -14,6 +14,7 @@ from typing import Any, Literal
 from helmsim import limits, render, yamlio
 from helmsim.cluster.cluster import build_cluster
 from helmsim.cluster.engine import Simulation, gc_paused
+from helmsim.cluster.operators import install_declared_crds, install_operator_models, unreconciled_notes
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.cluster.running import assumed_behaviours
 from helmsim.cluster.trace import Trace
@@ -70,6 +71,9 @@ class ReleaseInput:
     is then not simulated and stays not Ready with helm-controller's message."""
     notes: tuple[str, ...] = ()
     """What resolving the chart assumed, said once in the report."""
+    declared_crds: tuple[Any, ...] = ()
+    """CRDs (``helmsim.cluster.profile.CRD``) an unmapped release's chart installs, from
+    ``.helmsim.yaml`` (:func:`with_declared_crds`); the profile's ``unmappedReleases`` add theirs."""
 
 
 @dataclass
@@ -198,6 +202,7 @@ def _render(
     *,
     upgrade: bool,
     per_release: bool = False,
+    extra_api_versions: Sequence[str] = (),
 ) -> ChartRelease:
     values = render.merge_values(render.merge_values(dict(values_from), hr.spec.values), source.values)
     opts = render.RenderOptions(
@@ -205,7 +210,7 @@ def _render(
         namespace=hr.target_namespace,
         values=values,
         kube_version=profile.kubernetes_version,
-        api_versions=tuple(profile.capability_api_versions()),
+        api_versions=(*profile.capability_api_versions(), *extra_api_versions),
         is_upgrade=upgrade,
         revision=2 if upgrade else 1,
         # spec.values comes from the HelmRelease's file; the user's files are merged over it
@@ -274,14 +279,64 @@ def prepare_charts(profile: ClusterProfile, releases: Sequence[ReleaseInput]) ->
     """Render every mapped chart (and ``--upgrade-from`` chart) with ``profile``'s capabilities."""
     rendered: dict[str, ChartRelease] = {}
     previous: dict[str, ChartRelease] = {}
+    declared = declared_crds(profile, releases)
     for r in releases:
         if r.chart is not None:
             rendered[r.hr.ref] = _render(
-                r.hr, r.chart, profile, r.values_from, upgrade=r.previous is not None, per_release=not r.defaulted
+                r.hr, r.chart, profile, r.values_from, upgrade=r.previous is not None, per_release=not r.defaulted,
+                extra_api_versions=_served_to(r, releases, declared),
             )
             if r.previous is not None:
                 previous[r.hr.ref] = _render(r.hr, r.previous, profile, r.values_from, upgrade=False)
     return rendered, previous
+
+
+def declared_crds(profile: ClusterProfile, releases: Sequence[ReleaseInput]) -> dict[str, tuple[Any, ...]]:
+    """The CRDs each unmapped release installs (by ref): its ``.helmsim.yaml`` declarations,
+    else the first of the profile's ``unmappedReleases`` naming it."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for r in releases:
+        if r.chart is not None or r.source_failure is not None:
+            continue
+        crds = r.declared_crds or next(
+            (tuple(u.crds) for u in profile.unmapped_releases if u.matches(r.hr.chart_name, r.hr.ref)), ()
+        )
+        if crds:
+            out[r.hr.ref] = crds
+    return out
+
+
+def _served_to(r: ReleaseInput, releases: Sequence[ReleaseInput], declared: Mapping[str, tuple[Any, ...]]) -> list[str]:
+    """``.Capabilities.APIVersions`` entries ``r`` renders with beyond the profile's: the CRDs
+    of the unmapped releases it depends on, transitively. helm-controller renders a release
+    only once its dependencies are Ready (helmrelease_controller.go checkDependencies), and
+    Helm reads the API versions from discovery then (helm/helm pkg/action/action.go
+    GetVersionSet), so those CRDs are served by then."""
+    by_ref = {x.hr.ref: x for x in releases}
+    out: dict[str, None] = {}
+    todo, seen = list(r.hr.dependencies()), set()
+    while todo:
+        ref = todo.pop()
+        if ref in seen or ref not in by_ref:
+            continue
+        seen.add(ref)
+        for c in declared.get(ref, ()):
+            out.setdefault(c.group_version, None)
+            out.setdefault(f"{c.group_version}/{c.kind}", None)
+        todo.extend(by_ref[ref].hr.dependencies())
+    return list(out)
+
+
+def with_declared_crds(releases: Sequence[ReleaseInput], entries: Sequence[Any]) -> list[ReleaseInput]:
+    """``releases`` with the CRDs ``.helmsim.yaml``'s ``unmappedReleases`` declare for the
+    unmapped ones (``helmsim.cluster.profile.UnmappedRelease``; the first match wins)."""
+    from dataclasses import replace
+
+    out = []
+    for r in releases:
+        entry = next((e for e in entries if e.matches(r.hr.chart_name, r.hr.ref)), None)
+        out.append(replace(r, declared_crds=tuple(entry.crds)) if entry is not None and r.chart is None else r)
+    return out
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -347,6 +402,8 @@ def _simulate(
     sim.store.pods_baseline = sim.store.pods_created  # the cluster's own pods are not budgeted
     if setup is not None:
         setup(sim)
+    install_operator_models(sim, profile.operators)
+    declared = declared_crds(profile, releases)
     storage = ReleaseStorage()
     ctx = HelmContext(sim, storage)
     states: dict[str, ReleaseState] = {}
@@ -366,11 +423,13 @@ def _simulate(
             sim.process(_source_not_ready(sim, r.hr, states, r.source_failure, known))
             continue
         if r.chart is None:
-            sim.process(_unmapped(sim, r.hr, states, unmapped_ready_after))
+            crds = declared.get(r.hr.ref, ())
+            sim.process(_unmapped(sim, r.hr, states, unmapped_ready_after, crds))
+            served = f"; its CRDs ({', '.join(dict.fromkeys(c.kind for c in crds))}) are served from then on" if crds else ""
             notes.append(
                 f"HelmRelease {r.hr.ref}: chart {r.hr.chart_name} is not mapped to a local chart "
                 f"(--chart {r.hr.chart_name}=PATH); modelled as Ready {unmapped_ready_after:g}s after "
-                "its dependencies are"
+                f"its dependencies are{served}"
             )
             continue
         chart = rendered[r.hr.ref]
@@ -382,6 +441,12 @@ def _simulate(
     outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]
     notes += assumed_behaviours(sim.trace)
     objects = _object_statuses(sim, rendered.values())
+    notes += unreconciled_notes(
+        profile.kubernetes_version,
+        [res for cr in rendered.values() for res in cr.resources],
+        profile.operators,
+        {(o["kind"], o["namespace"] or "", o["name"]): o["status"] for o in objects},
+    )
     return SimulationResult(profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes, sim)
 
 
@@ -492,7 +557,9 @@ def _install_previous(
     return sim.now, notes
 
 
-def _unmapped(sim: Simulation, hr: HelmRelease, states: dict[str, ReleaseState], after: float) -> Any:
+def _unmapped(
+    sim: Simulation, hr: HelmRelease, states: dict[str, ReleaseState], after: float, crds: Sequence[Any] = ()
+) -> Any:
     st = states.setdefault(hr.ref, ReleaseState())
     while True:
         blocked = unready_dependency(hr, states)
@@ -501,6 +568,8 @@ def _unmapped(sim: Simulation, hr: HelmRelease, states: dict[str, ReleaseState],
         st.set("Ready", "False", "DependencyNotReady", blocked, sim.now)
         yield sim.sleep(DEPENDENCY_REQUEUE)
     yield sim.sleep(after)
+    if crds:  # the chart's CRDs exist once its install succeeded (declared: unmappedReleases)
+        install_declared_crds(sim, crds, actor=f"HelmRelease/{hr.ref} (not simulated)")
     st.set("Ready", "True", "InstallSucceeded", f"not simulated: chart {hr.chart_name} is not mapped", sim.now)
     st.ready_at = sim.now
 
@@ -647,4 +716,5 @@ __all__ = [
     "simulate",
     "values_from_refs",
     "with_catalog",
+    "with_declared_crds",
 ]

@@ -60,7 +60,8 @@ def _yaml_docs(path: Path) -> list[Any]:
 def seeds(kind: str) -> list[Any]:
     """Parsed example inputs of one reader kind."""
     if kind == "profile":
-        return [_yaml_docs(p)[0] for p in sorted((ROOT / "src/helmsim/profiles").glob("*.yaml"))]
+        files = [*sorted((ROOT / "src/helmsim/profiles").glob("*.yaml")), ROOT / "tests/realcharts/unmapped-operators/profiles/operators.yaml"]
+        return [_yaml_docs(p)[0] for p in files]
     if kind == "scenario":
         files = sorted((ROOT / "examples/scenarios").rglob("*.helmsim.yaml"))
         return [_yaml_docs(p)[0] for p in files[:12]]
@@ -94,6 +95,9 @@ def seeds(kind: str) -> list[Any]:
                         "needs": ["svc/data/postgres:5432"],
                         "run": "20s",
                     }
+                ],
+                "unmappedReleases": [
+                    {"chart": "cert-manager", "crds": [{"group": "cert-manager.io", "version": "v1", "kind": "Certificate", "scope": "Namespaced"}]}
                 ],
             }
         ]

@@ -71,6 +71,11 @@ def read_profile(text: str) -> None:
     profile = load_profile(str(_file("profile.yaml", text)))
     profile.helm_api_versions()
     profile.to_data()
+    for model in profile.operators:
+        assert model.label and (model.ready_after is None or model.ready_after >= 0)
+        model.covers("monitoring.coreos.com", "Prometheus")
+    for entry in profile.unmapped_releases:
+        entry.matches("cert-manager", "cert-manager/cert-manager")
 
 
 def read_scenario(text: str) -> None:

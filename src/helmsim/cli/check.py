@@ -21,7 +21,7 @@ from helmsim.errors import InputError
 from helmsim.report import findings as text_report
 from helmsim.report import junit, sarif
 from helmsim.report.safe import text_console
-from helmsim.simulate import DEFAULT_HORIZON, with_catalog
+from helmsim.simulate import DEFAULT_HORIZON, with_catalog, with_declared_crds
 
 DEFAULT_PROFILES = ("kind", "cilium-default", "cilium-always", "eks-gp3")
 
@@ -178,6 +178,7 @@ def check_cmd(
         repository_root=repository_root,
     )
     releases = with_catalog(releases, cfg.catalog)
+    releases = with_declared_crds(releases, cfg.unmapped_releases)
     limit = DEFAULT_HORIZON
     if horizon is not None:
         try:

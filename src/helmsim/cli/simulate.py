@@ -26,6 +26,7 @@ from helmsim.simulate import (
     SimulationResult,
     simulate,
     with_catalog,
+    with_declared_crds,
 )
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ def simulate_cmd(
     # .helmsim.yaml's behaviour catalog applies to simulate as to check (docs/behaviour.md)
     cfg = config_for(target)
     releases = with_catalog(releases, cfg.catalog)
+    releases = with_declared_crds(releases, cfg.unmapped_releases)
     if runs >= 2:
         _monte_carlo(prof, releases, runs, seed, options.backend(backend, ray_address), fmt, output, horizon, unmapped_ready_after, cfg.source)
         return

@@ -116,6 +116,80 @@ class CRD(_Model):
         return f"{self.group}/{self.version}"
 
 
+# --- releases and operators outside the simulation ------------------------------------------------
+
+
+class UnmappedRelease(_Model):
+    """A HelmRelease helmsim does not simulate (its chart is not mapped), and the CRDs its chart
+    installs: served once the release is modelled Ready, so releases depending on it map their
+    custom resources (``unmappedReleases`` in a profile or ``.helmsim.yaml``)."""
+
+    chart: str | None = Field(default=None, min_length=1)
+    """The HelmRelease's chart name (``spec.chart.spec.chart``, or the ``chartRef`` name)."""
+    helm_release: str | None = Field(default=None, min_length=1)
+    """``namespace/name`` of the HelmRelease; a glob (``*/cert-manager``)."""
+    crds: list[CRD] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> UnmappedRelease:
+        if (self.chart is None) == (self.helm_release is None):
+            raise ValueError("give exactly one of chart or helmRelease")
+        return self
+
+    def matches(self, chart: str, ref: str) -> bool:
+        """This entry names the HelmRelease ``ref`` (``ns/name``) of chart ``chart``."""
+        import fnmatch
+
+        if self.chart is not None:
+            return self.chart == chart
+        return fnmatch.fnmatchcase(ref, self.helm_release or "")
+
+
+class OperatorModel(_Model):
+    """How an operator helmsim does not run makes its custom resources Ready (``operators``):
+    each created (or changed) resource of ``kinds`` reads ``Ready=False`` (reason
+    ``Progressing``) until ``ready`` has passed, then ``Ready=True``, or ``status`` when given
+    (the resource's own conditions, read by kstatus). ``ready: never`` keeps it not Ready."""
+
+    kinds: list[str] = Field(min_length=1)
+    """``group/Kind`` (``monitoring.coreos.com/Prometheus``) or a bare ``Kind`` (any group)."""
+    name: str = ""
+    """The operator, as reports name it (default: the first kind's)."""
+    ready: float | str = 0.0
+    status: dict[str, Any] | None = None
+
+    @field_validator("kinds")
+    @classmethod
+    def _kinds(cls, v: list[str]) -> list[str]:
+        for item in v:
+            group, _, kind = item.rpartition("/")
+            if not re.match(r"^[A-Z][A-Za-z0-9]*$", kind) or (group and not _DNS_SUBDOMAIN.match(group)):
+                raise ValueError(f"{item!r} is not a Kind or group/Kind (e.g. monitoring.coreos.com/Prometheus)")
+        return v
+
+    @field_validator("ready")
+    @classmethod
+    def _ready(cls, v: float | str) -> float | str:
+        if v == "never":
+            return v
+        from helmsim.cluster.latency import to_seconds
+
+        return to_seconds(v)
+
+    @property
+    def ready_after(self) -> float | None:
+        """Seconds from creation to Ready; None for ``never``."""
+        return None if self.ready == "never" else float(self.ready)
+
+    @property
+    def label(self) -> str:
+        return self.name or f"the {self.kinds[0].rpartition('/')[2]} operator"
+
+    def covers(self, group: str, kind: str) -> bool:
+        """This model reconciles ``kind`` of API ``group``."""
+        return any(k in (kind, f"{group}/{kind}") for k in self.kinds)
+
+
 # --- CNI ----------------------------------------------------------------------------------------
 
 
@@ -413,6 +487,10 @@ class ClusterProfile(_Model):
     # (helmsim.kube.rbac): what an impersonated tenant is authorized by (docs/flux.md).
     rbac: list[dict[str, Any]] = Field(default_factory=list)
     flux: FluxSettings = Field(default_factory=lambda: FluxSettings())
+    unmapped_releases: list[UnmappedRelease] = Field(default_factory=list)
+    """CRDs that HelmReleases helmsim does not simulate install (docs/profiles.md)."""
+    operators: list[OperatorModel] = Field(default_factory=list)
+    """Models of operators that reconcile custom resources (docs/profiles.md)."""
 
     _sources: tuple[str, ...] = PrivateAttr(default=())
 
