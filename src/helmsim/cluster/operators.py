@@ -54,7 +54,8 @@ class OperatorController(Controller):
         model = self.model_for(obj)
         meta = obj.get("metadata") or {}
         generation = meta.get("generation")
-        status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+        raw = obj.get("status")
+        status: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         if model is None or status.get("observedGeneration") == generation:
             return  # not modelled, or this generation is already being reconciled
         key = (str(obj.get("kind")), meta.get("namespace") or None, str(meta.get("name")))
@@ -65,7 +66,7 @@ class OperatorController(Controller):
             _condition(self.sim, "Ready", "False", "Progressing", message)
         ]}, f"{label} (modelled) reconciles generation {generation}")
         if after is not None:
-            final = dict(model.status) if model.status is not None else {
+            final: dict[str, Any] = dict(model.status) if model.status is not None else {
                 "conditions": [_condition(self.sim, "Ready", "True", "Succeeded", f"{label} (modelled)")]
             }
             final.setdefault("observedGeneration", generation)
