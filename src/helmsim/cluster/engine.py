@@ -72,6 +72,7 @@ class Simulation:
         """The network state (``helmsim.cluster.netstate.network_state`` makes it on first use)."""
         self._release_by_kind: dict[str, list[Mapping[str, Any]]] | None = None
         self._latencies: dict[str, LatencyLike] = {}  # the profile's, looked up once per name
+        self._stamp: tuple[float, str] = (float("nan"), "")  # the last instant formatted
         self.env = simpy.Environment()
         self.rng = random.Random(seed)
         self.sample_latencies = sample_latencies
@@ -105,8 +106,11 @@ class Simulation:
 
     def timestamp(self, t: float | None = None) -> str:
         """RFC3339 timestamp with millisecond precision, as metav1.Time prints (to the second)."""
-        dt = self.datetime(t)
-        return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{dt.microsecond // 1000:03d}Z"
+        at = self.now if t is None else t
+        if at != self._stamp[0]:  # many writes share an instant: format each instant once
+            dt = self.datetime(at)
+            self._stamp = (at, dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{dt.microsecond // 1000:03d}Z")
+        return self._stamp[1]
 
     def latency(self, name: str) -> float:
         """A latency of the profile: nominal, or drawn when sampling."""
