@@ -198,18 +198,27 @@ def seed1_ratio(repeat: int) -> None:
 
 
 def engine_per_object(tmp: Path, sizes: Sequence[int], repeat: int) -> None:
+    """Engine ms/object per size; the spread is judged on CPU time, which measures the engine's
+    scaling where other processes share the machine (the wall spread is printed beside it)."""
     profile = load_profile("kind")
-    costs: list[float] = []
+    walls: list[float] = []
+    cpus: list[float] = []
     for n in sizes:
         releases = _releases(generate_chart(tmp, n))
         prepared = prepare_charts(profile, releases)
         if n == sizes[0]:
             simulate(profile, releases, prepared=prepared)  # warm up: first-run imports and caches
         wall, cpu = _best(lambda: simulate(profile, releases, prepared=prepared), repeat)
-        costs.append(wall / n)
-        _line(f"engine only, {n:,} objects (cpu {cpu:.3f} s)", f"{wall:.3f} s  {wall / n * 1000:.2f} ms/obj", "")
-    spread = max(costs) / min(costs) - 1
-    _line(f"engine cost per object, {sizes[0]:,} → {sizes[-1]:,}: max/min − 1", f"{spread * 100:.0f} %", "≤ 30 %", spread <= 0.3)
+        walls.append(wall / n)
+        cpus.append(cpu / n)
+        _line(f"engine only, {n:,} objects", f"{wall:.3f} s (cpu {cpu / n * 1000:.2f} ms/obj)", "")
+    spread, wall_spread = max(cpus) / min(cpus) - 1, max(walls) / min(walls) - 1
+    _line(
+        f"engine cost per object, {sizes[0]:,} → {sizes[-1]:,}: max/min − 1",
+        f"{spread * 100:.0f} % (wall {wall_spread * 100:.0f} %)",
+        "≤ 30 %",
+        spread <= 0.3,
+    )
 
 
 def check_matrix(chart: Path) -> None:
