@@ -23,6 +23,7 @@ from helmsim.scenario import (
     ApiserverIdentity,
     ApiserverOutage,
     ContainerExit,
+    DnsProxy,
     EndpointInit,
     Fault,
     ImagePull,
@@ -200,6 +201,14 @@ class ScenarioFaults:
                 t = end
         return t
 
+    def dns_proxy_down(self, node: str) -> bool:
+        """Whether the agent's DNS proxy on ``node`` is not ready now (a ``dnsProxy`` fault)."""
+        now = self.sim.now if self.sim is not None else 0.0
+        return any(
+            fnmatch.fnmatchcase(node, f.node) and f.from_ <= now and (f.to is None or now < f.to)
+            for f in self._of(DnsProxy)
+        )
+
     def apiserver_unlabelled(self, backends: Sequence[tuple[str, str]]) -> frozenset[str]:
         """The backend IPs (of ``(node name, ip)`` pairs) lacking the kube-apiserver label now."""
         out: set[str] = set()
@@ -262,6 +271,9 @@ class ScenarioFaults:
                 f"apiserverIdentity: the kube-apiserver identity label is missing on {which} "
                 f"API server backend(s){until}",
             )
+        for d in self._of(DnsProxy):
+            until = "" if d.to is None else f" until t={d.to:g}s"
+            sim.after(d.from_, self._log, "fault", f"Node/{d.node}", f"dnsProxy: the cilium DNS proxy on {d.node} is not ready{until}")
         for g in self._of(AgentStall):
             until = "never recovers" if g.to is None else f"until t={g.to:g}s"
             sim.after(g.from_, self._log, "fault", f"Node/{g.node}", f"agentStall: the cilium agent on {g.node} imports no policy ({until})")

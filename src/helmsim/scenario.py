@@ -273,6 +273,22 @@ class AgentStall(_Model):
         return self
 
 
+class DnsProxy(_Model):
+    """The Cilium agent's DNS proxy on the nodes matching ``node`` (glob) is not ready from
+    ``from`` to ``to`` (``null``: until the end), as while an agent restarts: DNS queries policy
+    sends through it (a port with ``rules.dns``) go unanswered."""
+
+    node: str = "*"
+    from_: Seconds = Field(default=0.0, alias="from")
+    to: Seconds | None = None
+
+    @model_validator(mode="after")
+    def _order(self) -> DnsProxy:
+        if self.to is not None and self.to <= self.from_:
+            raise ValueError("dnsProxy: to must be after from")
+        return self
+
+
 class Fault(_Model):
     """Exactly one fault."""
 
@@ -285,6 +301,7 @@ class Fault(_Model):
     endpoint_init: EndpointInit | None = None
     apiserver_identity: ApiserverIdentity | None = None
     agent_stall: AgentStall | None = None
+    dns_proxy: DnsProxy | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Fault:
@@ -312,6 +329,7 @@ _FAULT_KEYS = (
     "endpointInit",
     "apiserverIdentity",
     "agentStall",
+    "dnsProxy",
 )
 
 
@@ -712,6 +730,7 @@ __all__ = [
     "Behaviour",
     "ConnectionExpect",
     "ContainerExit",
+    "DnsProxy",
     "EndpointInit",
     "EventExpect",
     "Expectation",

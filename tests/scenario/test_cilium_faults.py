@@ -142,3 +142,27 @@ def test_monte_carlo_draws_a_propagation_per_node_agent() -> None:
     assert sorted(n for e in effect for n in e.data["nodes"]) == sorted(
         n for n in {n for e in effect for n in e.data["nodes"]}
     )
+
+
+def test_without_the_l7_proxy_to_fqdns_rules_never_learn_an_address() -> None:
+    def fqdn_dials(run: SimRun) -> list[str]:
+        return [
+            e.what
+            for e in run.trace
+            if e.obj.startswith(MIGRATE) and e.data.get("target") == "api.github.com:443" and e.what in ("connected", "connect-denied")
+        ]
+
+    assert fqdn_dials(seed1())[:1] == ["connected"]
+    # cilium --enable-l7-proxy=false: no DNS proxy, so the toFQDNs rule of the migrate policy
+    # matches nothing and the dial to api.github.com is dropped
+    profile = {"extends": "capa-cilium", "name": "no-l7", "cni": {"enableL7Proxy": False}}
+    assert fqdn_dials(seed1(profile=profile))[:1] == ["connect-denied"]
+
+
+def test_a_dns_proxy_that_is_not_ready_drops_the_lookups_it_would_answer() -> None:
+    run = seed1([{"dnsProxy": {"node": "*", "from": 0, "to": 600}}])
+    # the API server is dialled by IP and still connects; the lookup of api.github.com, which the
+    # migrate policy's rules.dns sends through the proxy, times out
+    assert [e.what for e in dials(run)][:1] == ["connected"]
+    lookups = [e for e in run.trace if e.obj.startswith(MIGRATE) and e.what == "connect-denied" and e.data.get("lookup") == "api.github.com"]
+    assert lookups and "the cilium DNS proxy on ip-10-0-" in lookups[0].data["reason"]

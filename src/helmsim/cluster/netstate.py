@@ -394,6 +394,17 @@ class NetworkState:
             if missing:
                 view = replace(view, apiserver_unlabelled=frozenset(missing))
         v = evaluate(src, target, self.policies(pod=(src.namespace, src.name)), view, self.cni)
+        down = getattr(self.sim.faults, "dns_proxy_down", None)
+        if v.allowed and v.proxied and down is not None and src.node and down(src.node):
+            # a query policy sends through the agent's DNS proxy goes unanswered while the
+            # proxy is not up (cilium/cilium pkg/fqdn/dnsproxy; #11004, #21059, #29508)
+            return replace(
+                v,
+                allowed=False,
+                reason=f"dropped: the cilium DNS proxy on {src.node} is not ready, and policy "
+                f"sends this query through it ({', '.join(v.decided_by)})",
+                cause="policy",
+            )
         if v.allowed and isinstance(target, KubeApiServer):
             # An API server that is down (Store.unavailable) refuses the connection the policies
             # let through: the kubernetes Service still has its endpoint, whose port is closed.

@@ -38,6 +38,7 @@ PRIORS: dict[str, float] = {
     "agent-stall": 0.12,
     "image-pull": 0.05,
     "apiserver-outage": 0.02,
+    "dns-proxy": 0.03,
     "provisioner": 0.05,
 }
 
@@ -134,6 +135,15 @@ def race(trace: Trace, charts: Mapping[str, ChartRelease], tgts: Sequence[tuple[
             if tw is not None and tp is not None and tp > tw:
                 return f"{pol} is created {tp - tw:.2f} s after {ref}"
     return None
+
+
+def _has_dns_rules(charts: Mapping[str, ChartRelease]) -> bool:
+    """Whether a Cilium policy of the charts sends DNS through the proxy (``rules.dns``)."""
+    for chart in charts.values():
+        for r in chart.resources:
+            if r.kind in CILIUM_POLICIES and '"dns"' in repr(r.body).replace("'", '"'):
+                return True
+    return False
 
 
 def enumerate_hypotheses(
@@ -244,6 +254,17 @@ def enumerate_hypotheses(
                     mechanism="scenario fault agentStall; cilium/cilium#31497, #29795",
                 )
             )
+    if cilium and tgts and _has_dns_rules(charts):
+        hs.append(
+            Hypothesis(
+                "dns-proxy",
+                "dns-proxy",
+                f"the Cilium DNS proxy is not ready for {OUTAGE_SECONDS:g} s from the start (an agent restart)",
+                PRIORS["dns-proxy"],
+                ({"dnsProxy": {"node": "*", "from": round(start, 3), "to": round(start + OUTAGE_SECONDS, 3)}},),
+                mechanism="scenario fault dnsProxy; cilium pkg/fqdn/dnsproxy; cilium/cilium#11004, #21059",
+            )
+        )
     if tgts or obs.helm_release is not None:
         hs.append(
             Hypothesis(

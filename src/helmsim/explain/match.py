@@ -174,25 +174,30 @@ def why_no_error(trace: Trace, pod: str, index: int, line: str) -> str:
         return f"pod {index} logs {logged[0]!r}, not the observed line"
     connected = [e for e in trace if e.obj == pod and e.what == "connected" and not e.data.get("lookup")]
     if connected:
-        c = connected[0]
-        start = _start(trace, pod)
-        syn = c.data.get("attempt", 1)
-        text = f"pod {index} connects to {c.data.get('target')} on SYN {syn} at t={c.time:.0f}s"
-        for pid in c.data.get("decided_by") or ():
-            ref = _policy_ref(str(pid))
-            effect = [e for e in trace if e.what == "policy-in-effect" and e.obj == ref and e.time <= c.time]
-            if effect and start is not None:
-                gap = start.time - effect[-1].time
-                if gap >= 0:
-                    return f"pod {index} starts {gap:.1f} s after {pid} is in effect and connects to {c.data.get('target')} on SYN {syn}"
-                return f"{text}: {pid} takes effect {-gap:.1f} s after the pod starts, before the dial times out"
-        return text
+        told = why_connected(trace, pod, index, connected[0])
+        return f"{told}; it fails with {got[0][1]!r} instead" if got else told
     if got:
         return f"pod {index} logs {got[0][1]!r}, not the observed line"
     exited = next((e for e in trace if e.obj == pod and e.what == "container-exited"), None)
     if exited is not None:
         return f"pod {index} dials nothing that fails: {exited.message}"
     return f"pod {index} never runs its containers"
+
+
+def why_connected(trace: Trace, pod: str, index: int, c: TraceEvent) -> str:
+    """How pod ``index`` came to connect: when it started against when its policy took effect."""
+    start = _start(trace, pod)
+    syn = c.data.get("attempt", 1)
+    text = f"pod {index} connects to {c.data.get('target')} on SYN {syn} at t={c.time:.0f}s"
+    for pid in c.data.get("decided_by") or ():
+        ref = _policy_ref(str(pid))
+        effect = [e for e in trace if e.what == "policy-in-effect" and e.obj == ref and e.time <= c.time]
+        if effect and start is not None:
+            gap = start.time - effect[-1].time
+            if gap >= 0:
+                return f"pod {index} starts {gap:.1f} s after {pid} is in effect and connects to {c.data.get('target')} on SYN {syn}"
+            return f"{text}: {pid} takes effect {-gap:.1f} s after the pod starts, before the dial times out"
+    return text
 
 
 def _line_matches(line: str, texts: Sequence[str]) -> bool:

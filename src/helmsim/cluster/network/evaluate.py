@@ -67,6 +67,7 @@ class _Side:
     reason: str
     decided_by: tuple[str, ...] = ()
     cause: str = "policy"
+    proxied: bool = False
 
 
 # ---- target resolution ---------------------------------------------------------------------
@@ -431,11 +432,15 @@ def _cilium_side(
     deny_ids = [p.id for p in cps if p.has_section[direction] and p.default_deny[direction]]
     deny_ids += [np.id for np in nps]
     enforced = mode == "always" or bool(deny_ids)
+    proxied = False
     if dns_name is not None and direction == "egress":
         # layer7.rst DNS policy: queries on a port with rules.dns go to the DNS proxy, which
         # refuses names no pattern matches. intro.rst: EnableDefaultDeny does not apply to L7.
         l7 = [pm for _, _, pm in allows if pm is not True and pm.dns is not None]
         plain = [a for a in allows if a[2] is True or a[2].dns is None]
+        # cilium/cilium pkg/fqdn/dnsproxy/proxy.go: such queries are redirected to the agent's
+        # DNS proxy (pkg/proxy), which must be up to answer them
+        proxied = bool(l7) and not plain and cni.enable_l7_proxy
         if l7 and not plain and not any(m.matches(dns_name) for pm in l7 for m in pm.dns):
             ids = tuple(dict.fromkeys(a[0] for a in allows))
             return _Side(
@@ -446,7 +451,7 @@ def _cilium_side(
                 "dns-refused",
             )
     if allows:
-        return _Side(True, f"allowed by {allows[0][1]}", (allows[0][0],))
+        return _Side(True, f"allowed by {allows[0][1]}", (allows[0][0],), proxied=proxied)
     ids_t = tuple(dict.fromkeys(deny_ids))
     if enforced:
         if not ids_t:
@@ -598,7 +603,8 @@ def _run(
         return Verdict(False, reason, side.decided_by, plan.dial, plan.protocol, None, side.cause)
     reasons = list(dict.fromkeys(s.reason for s in outcomes[0][1]))
     ids = tuple(dict.fromkeys(i for _, sides in outcomes for s in sides for i in s.decided_by))
-    return Verdict(True, "; ".join(reasons), ids, plan.dial, plan.protocol)
+    proxied = any(s.proxied for _, sides in outcomes for s in sides)
+    return Verdict(True, "; ".join(reasons), ids, plan.dial, plan.protocol, proxied=proxied)
 
 
 def _cidr_probe_points(net: Any, pset: PolicySet, cluster: ClusterView) -> list[IPAddress]:

@@ -393,3 +393,5 @@ class Verdict:
     protocol: str = "TCP"
     lookup: str | None = None
     cause: str = "allowed"
+    proxied: bool = False
+    """An allowed DNS query that policy sends through the agent's DNS proxy (``rules.dns``)."""
