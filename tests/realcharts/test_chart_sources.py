@@ -176,3 +176,16 @@ def test_cli_exit_codes() -> None:
     result = CliRunner().invoke(app, ["check", str(HERE / "flux"), "--chart", f"webapp={WEBAPP}", "-p", "kind"])
     assert result.exit_code == 1, result.output
     assert "HS100" in result.stdout and "no 'webapp' chart with version matching '2.x' found" in result.stdout
+
+
+def test_v_prefixed_chart_versions() -> None:
+    by = _run("flux-vprefix", f"certs={HERE / 'charts' / 'certs'}")
+    # Masterminds/semver NewVersion coerces the "v": 1.16.x matches v1.16.2 in an index
+    assert by["http-range"].outcome == "Ready"
+    assert by["http-range"].helm_status[0]["chart"] == "certs@v1.16.2"
+    # OCI: a concrete version is a tag, pulled as written; the registry's tag is v1.16.2
+    assert by["oci-tag"].outcome == "Ready"
+    assert by["oci-bare"].message == (
+        "HelmChart 'flux-system/apps-oci-bare' is not ready: chart pull error: failed to download chart for "
+        "remote reference: failed to get 'oci://quay.io/jetstack/charts/certs:1.16.2': not found"
+    )
