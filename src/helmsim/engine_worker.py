@@ -342,7 +342,16 @@ def _handle(request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         raw = sdk._native.call_string("helm_render", chart._raw(), request["values"], request["options"])
         return {"rendered": json.loads(raw)}
     if op == "set":
-        return {"value": sdk.parse_set_string(request["expression"])}
+        # helm/helm pkg/strvals/parser.go: Parse (--set), ParseString (--set-string), ParseJSON
+        # (--set-json), ParseLiteral (--set-literal); --set-file is parsed as --set-string and
+        # its files read by the caller (helmsim.render).
+        parse = {
+            "--set": sdk.parse_set_string,
+            "--set-string": sdk.parse_set_string_values,
+            "--set-json": sdk.parse_set_json,
+            "--set-literal": sdk.parse_set_literal,
+        }[request.get("flag", "--set")]
+        return {"value": parse(request["expression"])}
     raise ValueError(f"unknown request {op!r}")
 
 

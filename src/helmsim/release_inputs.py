@@ -5,7 +5,7 @@ Shared by ``simulate``, ``check``, ``diff --rehearse``, scenario files and the p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -22,7 +22,7 @@ def build_inputs(
     target: str,
     *,
     values: list[str],
-    sets: list[str],
+    sets: Sequence[str | rendering.SetValue],
     helmrelease: list[str],
     charts: list[str],
     release_name: str | None,

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from helmsim import engine_worker, limits, values_schema, yamlio
 from helmsim.errors import InputError
@@ -101,8 +101,39 @@ def merge_values(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str,
     return out
 
 
-def load_values(files: Iterable[str | os.PathLike[str]], sets: Iterable[str] = ()) -> dict[str, Any]:
-    """Values from ``-f`` files merged in order, then ``--set`` expressions (Helm's strvals)."""
+SetFlag = Literal["--set", "--set-string", "--set-file", "--set-json", "--set-literal"]
+# helm/helm pkg/cli/values/options.go MergeValues: values files in order, then every --set-json,
+# every --set, every --set-string, every --set-file, every --set-literal (each flag in its order).
+SET_ORDER: tuple[SetFlag, ...] = ("--set-json", "--set", "--set-string", "--set-file", "--set-literal")
+
+
+@dataclass(frozen=True)
+class SetValue:
+    """One ``--set``-like expression and the flag it came from (a bare ``str`` is ``--set``)."""
+
+    flag: SetFlag
+    expression: str
+
+
+def set_values(**by_flag: Iterable[str] | None) -> list[SetValue]:
+    """``set_values(set=[…], set_string=[…], set_file=[…], set_json=[…], set_literal=[…])``:
+    the expressions of each flag, in the order Helm applies them."""
+    out = [
+        SetValue(flag, expr)
+        for flag in SET_ORDER
+        for expr in by_flag.get(flag[2:].replace("-", "_")) or ()
+    ]
+    unknown = set(by_flag) - {f[2:].replace("-", "_") for f in SET_ORDER}
+    if unknown:
+        raise TypeError(f"unknown set flags: {sorted(unknown)}")
+    return out
+
+
+def load_values(
+    files: Iterable[str | os.PathLike[str]], sets: Iterable[str | SetValue] = ()
+) -> dict[str, Any]:
+    """Values from ``-f`` files merged in order, then the ``--set`` flags in Helm's order
+    (:data:`SET_ORDER`), each parsed by Helm's strvals (``helm_strvals_parse*``)."""
     values: dict[str, Any] = {}
     for file in files:
         if str(file) == "-":
@@ -123,15 +154,53 @@ def load_values(files: Iterable[str | os.PathLike[str]], sets: Iterable[str] = (
                 )
             yamlio.check_json_numbers(doc.value, text, doc, source, "value")
             values = merge_values(values, doc.value)
-    for expr in sets:
-        try:
-            parsed = engine_worker.call("set", subject="--set", expression=expr)["value"]
-        except engine_worker.EngineError as err:
-            from helmsim.redaction import scrub
-
-            raise InputError(scrub(f"bad --set {expr!r}: {_sdk_message(err)}")) from None
-        values = merge_values(values, parsed)
+    typed = [s if isinstance(s, SetValue) else SetValue("--set", s) for s in sets]
+    for item in sorted(typed, key=lambda s: SET_ORDER.index(s.flag)):  # stable: each flag in order
+        values = merge_values(values, _parse_set(item))
     return values
+
+
+def _parse_set(item: SetValue) -> dict[str, Any]:
+    """One expression parsed by Helm's strvals; ``--set-file`` reads each file (bounded)."""
+    from helmsim.redaction import scrub
+
+    # helm/helm pkg/strvals/parser.go ParseFile: the --set-string grammar, each value a path
+    # whose content (pkg/cli/values/options.go readFile) becomes the string value.
+    flag = "--set-string" if item.flag == "--set-file" else item.flag
+    try:
+        parsed: dict[str, Any] = engine_worker.call("set", subject=item.flag, expression=item.expression, flag=flag)["value"]
+    except engine_worker.EngineError as err:
+        raise InputError(scrub(f"bad {item.flag} {item.expression!r}: {_sdk_message(err)}")) from None
+    if item.flag == "--set-file":
+        parsed = _read_set_files(parsed)
+    return parsed
+
+
+def _read_set_files(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: _read_set_files(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_read_set_files(v) for v in tree]
+    if not isinstance(tree, str):
+        return tree
+    if tree == "-":
+        raise InputError("--set-file from stdin is not supported; pass a file", file="-")
+    path = Path(tree)
+    try:
+        limits.check("max_file_size", path.stat().st_size, "--set-file file", file=tree)
+        with path.open("rb") as f:
+            limit = limits.current().max_file_size
+            data = f.read(limit + 1) if limit else f.read()
+        limits.check("max_file_size", len(data), "--set-file file", file=tree)
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        raise InputError("--set-file: file not found", file=tree) from None
+    except IsADirectoryError:
+        raise InputError("--set-file: is a directory", file=tree) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"--set-file: not UTF-8 text (byte {err.start})", file=tree) from None
+    except OSError as err:
+        raise InputError(f"--set-file: cannot read: {err.strerror or err}", file=tree) from None
 
 
 def _sdk_message(err: Exception) -> str:
@@ -257,21 +326,102 @@ def _is_manifest_template(name: str) -> bool:
     return not base.startswith("_") and not name.endswith("NOTES.txt")
 
 
-def format_like_helm_template(files: Iterable[RenderedFile], *, redact_secrets: bool = False) -> str:
-    """Print rendered files as `helm template` does: ``---`` and a ``# Source:`` comment per doc.
+@dataclass(frozen=True)
+class TemplateDocument:
+    """One document of ``helm template``'s output: the file it came from, its text and line."""
+
+    path: str
+    body: str
+    line: int
+
+
+def helm_template_order(files: Iterable[RenderedFile], *, from_chart: bool = True) -> list[TemplateDocument]:
+    """Documents in the order ``helm template`` prints them.
+
+    helm/helm pkg/action/action.go renderResources: the chart's CRDs first (with
+    ``--include-crds``), then the manifest as ``releaseutil.SortManifests`` sorts it (template
+    paths in ``sort.Strings`` order, documents in file order, then the stable kind sort of
+    ``InstallOrder``), then (pkg/cmd/template.go) every hook, kind-sorted the same way. A
+    document with an unknown hook event is dropped, as Helm drops it. Without a chart
+    (already-rendered YAML) the documents keep their input order.
+    """
+    from helmsim.helm.order import sort_by_kind
+    from helmsim.manifests import parse_hook
+
+    listed = list(files)
+    if not from_chart:
+        return [TemplateDocument(f.path, body, line) for f in listed for body, line in yamlio.split_documents(f.content)]
+    crds = [TemplateDocument(f.path, b, n) for f in listed if f.is_crd_file for b, n in yamlio.split_documents(f.content)]
+    manifest: list[tuple[str, TemplateDocument]] = []
+    hooks: list[tuple[str, TemplateDocument]] = []
+    for f in sorted((f for f in listed if not f.is_crd_file and _is_manifest_template(f.path)), key=lambda f: f.path):
+        for body, line in yamlio.split_documents(f.content):
+            head = yamlio.load_one(body, f.path, line)
+            head = head if isinstance(head, dict) else {}
+            meta = head.get("metadata")
+            annotations = meta.get("annotations") if isinstance(meta, dict) else None
+            hook = parse_hook({str(k): str(v) for k, v in annotations.items()} if isinstance(annotations, dict) else {})
+            if hook is False:
+                continue
+            kind = head.get("kind")
+            entry = (kind if isinstance(kind, str) else "", TemplateDocument(f.path, body, line))
+            (manifest if hook is None else hooks).append(entry)
+    ordered = sort_by_kind(manifest, lambda e: e[0]) + sort_by_kind(hooks, lambda e: e[0])
+    return crds + [doc for _, doc in ordered]
+
+
+def show_only(docs: Sequence[TemplateDocument], patterns: Sequence[str], chart_name: str) -> list[TemplateDocument]:
+    """``helm template -s PATTERN …``: for each pattern in turn, the documents whose template
+    path (without the chart's name) matches it, as Go's ``filepath.Match`` matches.
+
+    helm/helm pkg/cmd/template.go: a pattern that matches nothing is the error "could not
+    find template PATTERN in chart".
+    """
+    import fnmatch
+
+    out: list[TemplateDocument] = []
+    for pattern in patterns:
+        # the regexp "# Source: [^/]+/(.+)": the path after its first component
+        found = [d for d in docs if "/" in d.path and _go_match(pattern, d.path.split("/", 1)[1], fnmatch)]
+        if not found:
+            raise InputError(f"-s/--show-only {pattern}: could not find template {pattern} in chart {chart_name}")
+        out.extend(found)
+    return out
+
+
+def _go_match(pattern: str, name: str, fnmatch: Any) -> bool:
+    # Go's filepath.Match: `*` and `?` never cross a `/`; the whole name must match.
+    if pattern.count("/") != name.count("/"):
+        return False
+    return all(fnmatch.fnmatchcase(n, p) for p, n in zip(pattern.split("/"), name.split("/"), strict=True))
+
+
+def format_like_helm_template(
+    files: Iterable[RenderedFile] | Sequence[TemplateDocument], *, redact_secrets: bool = False
+) -> str:
+    """Print documents as `helm template` does: ``---`` and a ``# Source:`` comment per doc
+    (``RenderedFile``s are printed in their order, each split into its documents).
 
     With ``redact_secrets`` every secret (``helmsim.redaction``: Secret data, the last-applied
     annotation, secret-like keys and values, also inside a ``kind: List``) is replaced by
     ``<redacted:sha256:…>``; a document holding one is printed re-serialized (without its
     comments), every other document verbatim (with secret-like values in comments hashed).
     """
+    docs = [
+        d
+        for item in files
+        for d in (
+            [item]
+            if isinstance(item, TemplateDocument)
+            else [TemplateDocument(item.path, b, n) for b, n in yamlio.split_documents(item.content)]
+        )
+    ]
     out: list[str] = []
-    for f in files:
-        for chunk, line in yamlio.split_documents(f.content):
-            body = chunk.strip(chr(10))
-            if redact_secrets:
-                body = _redacted(body, f.path, line)
-            out.append(f"---\n# Source: {f.path}\n{body}\n")
+    for d in docs:
+        body = d.body.strip(chr(10))
+        if redact_secrets:
+            body = _redacted(body, d.path, d.line)
+        out.append(f"---\n# Source: {d.path}\n{body}\n")
     return "".join(out)
 
 

@@ -90,7 +90,7 @@ def lines_of(output: str) -> list[list[str]]:
 
 def test_failed_job_prints_failed(tmp_path: Path) -> None:
     res = runner.invoke(app, ["status", write(tmp_path, "job.yaml", FAILED_JOB)])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # an object is Failed (issue 18)
     header, row = lines_of(res.stdout)
     assert header == ["KIND", "NAMESPACE", "NAME", "STATUS", "MESSAGE"]
     assert row == ["Job", "shop", "db-migrate", "Failed", "Job Failed. failed: 3/1"]
@@ -107,7 +107,7 @@ def test_pending_pvc_prints_in_progress(tmp_path: Path) -> None:
 def test_multi_document_json_output(tmp_path: Path) -> None:
     path = write(tmp_path, "both.yaml", FAILED_JOB + "---\n" + PENDING_PVC)
     res = runner.invoke(app, ["status", path, "--format", "json", "--reader", "flux-wait-jobs"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # the Job is Failed
     rows = json.loads(res.stdout)
     assert rows[0] == {
         "kind": "Job", "namespace": "shop", "name": "db-migrate", "status": "Failed",
@@ -125,7 +125,7 @@ def test_multi_document_json_output(tmp_path: Path) -> None:
 def test_kind_list_and_pods_from_the_input(tmp_path: Path, reader: str, sts_status: str) -> None:
     path = write(tmp_path, "list.yaml", KUBECTL_LIST)
     res = runner.invoke(app, ["status", path, "--reader", reader, "--format", "json"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # the Pod is Failed
     rows = {r["kind"]: r for r in json.loads(res.stdout)}
     assert rows["StatefulSet"]["status"] == sts_status
     assert rows["Pod"]["status"] == "Failed"

@@ -8,6 +8,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from enum import Enum
 from typing import Any, TypeVar
 
 import typer
@@ -20,10 +21,58 @@ try:  # Typer ≥ 0.2x vendors Click; older releases use the click package
 except ImportError:  # pragma: no cover - depends on the installed Typer
     import click  # type: ignore[no-redef]
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
 from helmsim.cli.limit_options import with_common_options
 from helmsim.errors import InputError
 from helmsim.report.atomic import write_atomic
 from helmsim.report.safe import SafeConsole
+
+class _PlainArgument(TyperArgument):
+    """An argument whose help shows its name only, not Python's type of it."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+def _plain_metavars(params: list[Any]) -> None:
+    """Help shows what a value is, never Python's type (``<bool>``, ``<str>``, ``<list[Path]>``):
+    flags show nothing, choices ``a|b``, numbers ``N``, anything else without a metavar its
+    name in capitals."""
+    for p in params:
+        if isinstance(p, TyperArgument):
+            p.__class__ = _PlainArgument
+        if p.metavar is not None:
+            continue
+        desc = getattr(p, "type_descriptor", None)
+        if getattr(p, "is_flag", False):
+            p.metavar = ""
+        elif desc is not None and desc.choices is not None:
+            p.metavar = "|".join(str(c.value if isinstance(c, Enum) else c) for c in desc.choices)
+        elif isinstance(p, TyperArgument):
+            p.metavar = (p.name or "ARG").upper()
+        elif desc is not None and desc.annotation in (int, float):
+            p.metavar = "N"
+        else:
+            p.metavar = (p.name or "VALUE").upper()
+
+
+class _PlainHelp:
+    """Plain metavars (:func:`_plain_metavars`) for a command's parameters, --help included."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        _plain_metavars(params)
+        return params
+
+
+class HelpCommand(_PlainHelp, TyperCommand):
+    """A command whose help has plain metavars."""
+
+
+class HelpGroup(_PlainHelp, TyperGroup):
+    """A command group whose help has plain metavars."""
+
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": (
@@ -68,7 +117,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 paragraph of its docstring; tests/cli/test_lazy_commands.py keeps the two equal)."""
 
 
-class LazyGroup(typer.core.TyperGroup):
+class LazyGroup(_PlainHelp, typer.core.TyperGroup):
     """The root command group, importing a command's module only when that command runs.
 
     ``helmsim --help`` lists :data:`COMMANDS` without importing any of them (importing them all
@@ -86,7 +135,7 @@ class LazyGroup(typer.core.TyperGroup):
             return found
         module, summary = COMMANDS[cmd_name]
         if self._listing:  # the summary is all --help shows
-            return typer.core.TyperCommand(name=cmd_name, short_help=summary, rich_markup_mode=self.rich_markup_mode)
+            return HelpCommand(name=cmd_name, short_help=summary, rich_markup_mode=self.rich_markup_mode)
         importlib.import_module(module)
         built = _registered(cmd_name)
         if built is not None:
@@ -135,7 +184,7 @@ app = typer.Typer(
     name="helmsim",
     help="Rehearse Helm and Flux rollouts offline: render, plan, simulate and explain.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
@@ -197,6 +246,7 @@ def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Call
                 err_console.print(f"error: {err}", markup=False)
                 raise typer.Exit(EXIT_BAD_INPUT) from None
 
+        kwargs.setdefault("cls", HelpCommand)
         (group or app).command(*args, **kwargs)(wrapper)
         return fn
 

@@ -50,6 +50,10 @@ def check_cmd(
     ],
     values: options.Values = None,
     set_: options.Set = None,
+    set_string: options.SetString = None,
+    set_file: options.SetFile = None,
+    set_json: options.SetJson = None,
+    set_literal: options.SetLiteral = None,
     profile: Annotated[
         list[str] | None,
         typer.Option(
@@ -154,6 +158,11 @@ def check_cmd(
     probability with its 95 % interval, and a race that fails a sampled run is an error.
 
     Exit code 0 when no finding is at or above --fail-on, 1 when one is, 2 on bad input.
+
+    Examples:
+
+      helmsim check examples/seed2-hf-cache --helmrelease examples/seed2-hf-cache/flux -p kind
+      helmsim check examples/seed1-migrate-race -p cilium-always --runs 40 --seed 1 --format sarif -o helmsim.sarif
     """
     where = options.backend(backend, ray_address)
     cfg = config_for(target, config)
@@ -167,7 +176,7 @@ def check_cmd(
     releases = build_inputs(
         target,
         values=values or [],
-        sets=set_ or [],
+        sets=options.value_sets(set_, set_string, set_file, set_json, set_literal),
         helmrelease=helmrelease or [],
         charts=chart or [],
         release_name=release_name,

@@ -13,8 +13,8 @@ import typer
 from helmsim import diffing
 from helmsim import render as rendering
 from helmsim.cli import options
-from helmsim.cli.app import command, console
-from helmsim.report.safe import dump_json
+from helmsim.cli.app import command, emit
+from helmsim.report.safe import dump_json, safe_text
 
 MAX_FIELDS_SHOWN = 20
 MAX_VALUE_CHARS = 120
@@ -92,15 +92,21 @@ def diff_cmd(
     release_name: Annotated[
         str | None,
         typer.Option(
-            "--release-name", help="Release name (default: `helm template`'s release-name)."
+            "--release-name", help="Release name (default: `helm template`'s release-name).", metavar="NAME"
         ),
     ] = None,
     namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
     fmt: Annotated[DiffFormat, typer.Option("--format", help="Output format.")] = DiffFormat.text,
+    output: options.Output = None,
 ) -> None:
     """Render a chart as it is in the working tree and as it was at a git ref, per values file.
 
     Exit code 0 when nothing that must stay identical changed, 1 when it did, 2 on bad input.
+
+    Examples:
+
+      helmsim diff charts/app --against origin/main --values-matrix 'ci/*-values.yaml'
+      helmsim diff charts/app --against HEAD~1 --rehearse -p cilium-always --format json -o diff.json
     """
     kube, apis = options.capabilities(profile[0] if profile else None, None, None)
     opts = rendering.RenderOptions(
@@ -124,9 +130,9 @@ def diff_cmd(
             scratch=Path(scratch),
         )
     if fmt is DiffFormat.json:
-        console.document(dump_json(to_json(report)))
+        emit(dump_json(to_json(report)), output)
     else:
-        console.out(to_text(report), end="", highlight=False)
+        emit(safe_text(to_text(report)), output)
     if report.failing:
         raise typer.Exit(1)
 

@@ -121,6 +121,11 @@ def fleet_cmd(
     Progress goes to stderr when it is a terminal.
 
     Exit code 0 when no finding is at or above --fail-on, 1 when one is, 2 on bad input.
+
+    Examples:
+
+      helmsim fleet
+      helmsim fleet charts/app -f 'ci/*-values.yaml' -p kind -p cilium-always --format sarif -o fleet.sarif
     """
     where = options.backend(backend, ray_address, workers)
     if ray_upload:

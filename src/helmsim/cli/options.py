@@ -8,6 +8,7 @@ import typer
 
 from helmsim import taskpool
 from helmsim.errors import InputError
+from helmsim.render import SetValue, set_values
 
 Values = Annotated[
     list[str] | None,
@@ -17,6 +18,39 @@ Set = Annotated[
     list[str] | None,
     typer.Option("--set", help="Set values on the command line, Helm strvals syntax (repeatable).", metavar="K=V"),
 ]
+Output = Annotated[
+    str | None,
+    typer.Option("--output", "-o", help="Write the output to this file (atomically) instead of stdout.", metavar="FILE"),
+]
+SetString = Annotated[
+    list[str] | None,
+    typer.Option("--set-string", help="Like --set, every value a string (repeatable).", metavar="K=V"),
+]
+SetFile = Annotated[
+    list[str] | None,
+    typer.Option("--set-file", help="Set a value to the content of a file (repeatable).", metavar="K=PATH"),
+]
+SetJson = Annotated[
+    list[str] | None,
+    typer.Option("--set-json", help="Set a value to a JSON document (repeatable).", metavar="K=JSON"),
+]
+SetLiteral = Annotated[
+    list[str] | None,
+    typer.Option("--set-literal", help="Set a value to the literal text after = (repeatable).", metavar="K=TEXT"),
+]
+
+
+def value_sets(
+    set_: list[str] | None,
+    set_string: list[str] | None,
+    set_file: list[str] | None,
+    set_json: list[str] | None,
+    set_literal: list[str] | None,
+) -> list[SetValue]:
+    """The --set flags in the order Helm applies them (helmsim.render.SET_ORDER)."""
+    return set_values(set=set_, set_string=set_string, set_file=set_file, set_json=set_json, set_literal=set_literal)
+
+
 Backend = Annotated[
     str,
     typer.Option(
@@ -33,10 +67,11 @@ RayAddress = Annotated[
         metavar="auto|HOST:PORT|ray://HOST:10001",
     ),
 ]
-ReleaseName = Annotated[str, typer.Option("--release-name", help="Release name.")]
+ReleaseName = Annotated[str, typer.Option("--release-name", help="Release name.", metavar="NAME")]
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Release namespace.")]
 KubeVersion = Annotated[
-    str | None, typer.Option("--kube-version", help="Kubernetes version for .Capabilities (e.g. 1.31.0).")
+    str | None,
+    typer.Option("--kube-version", help="Kubernetes version for .Capabilities (e.g. 1.31.0).", metavar="VERSION"),
 ]
 ApiVersions = Annotated[
     list[str] | None,

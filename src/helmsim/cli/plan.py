@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from enum import Enum
 from typing import Annotated, Any
 
@@ -9,7 +10,7 @@ import typer
 
 from helmsim import render as rendering
 from helmsim.cli import options
-from helmsim.cli.app import command, console, err_console
+from helmsim.cli.app import command, console, emit, err_console
 from helmsim.helm import build
 from helmsim.helm.plan import Plan, plan_install, plan_upgrade
 from helmsim.errors import InputError
@@ -18,6 +19,7 @@ from helmsim.flux.helmrelease import HelmRelease
 from helmsim.inputs import ReleaseInput, load_release
 from helmsim.manifests import ParseResult, parse_objects
 from helmsim.report import plan as plan_report
+from helmsim.report.safe import text_console
 
 
 # the schemas strategic-merge patches use when no version is given (a profile's default version)
@@ -34,6 +36,10 @@ def plan_cmd(
     target: Annotated[str, typer.Argument(help="Chart directory or .tgz, rendered YAML file or directory, or - for stdin.")],
     values: options.Values = None,
     set_: options.Set = None,
+    set_string: options.SetString = None,
+    set_file: options.SetFile = None,
+    set_json: options.SetJson = None,
+    set_literal: options.SetLiteral = None,
     release_name: options.ReleaseName = rendering.DEFAULT_RELEASE_NAME,
     namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
     kube_version: options.KubeVersion = None,
@@ -74,13 +80,23 @@ def plan_cmd(
         ),
     ] = None,
     fmt: Annotated[PlanFormat, typer.Option("--format", help="Output format.")] = PlanFormat.text,
+    output: options.Output = None,
 ) -> None:
-    """Print Helm's plan: crds/, hooks in order, the manifest kind group by kind group, the wait."""
+    """Print Helm's plan: crds/, hooks in order, the manifest kind group by kind group, the wait.
+
+    Exit code 0 when Helm would carry the plan out, 1 when it would fail (an immutable field
+    changed, an update Helm refuses, a kind the cluster does not serve), 2 on bad input.
+
+    Examples:
+
+      helmsim plan examples/seed1-migrate-race --profile cilium-always
+      helmsim plan examples/seed2-hf-cache --upgrade-from examples/seed2-hf-cache --upgrade-from-set image.tag=old --format json -o plan.json
+    """
     kube, apis = options.capabilities(profile, kube_version, api_versions)
     new_opts = rendering.RenderOptions(
         release_name=release_name,
         namespace=namespace,
-        values=rendering.load_values(values or [], set_ or []),
+        values=rendering.load_values(values or [], options.value_sets(set_, set_string, set_file, set_json, set_literal)),
         values_files=tuple(values or ()),
         is_upgrade=upgrade_from is not None,
         revision=2 if upgrade_from is not None else 1,
@@ -118,9 +134,15 @@ def plan_cmd(
         build_error=_build_error(plan, profile, kube, api_versions, previous_crds),
     )
     if fmt is PlanFormat.json:
-        console.out(plan_report.to_json(plan, ctx), end="", highlight=False)
+        emit(plan_report.to_json(plan, ctx), output)
+    elif output and output != "-":
+        buf = io.StringIO()
+        plan_report.render_text(plan, ctx, text_console(buf))
+        emit(buf.getvalue(), output)
     else:
         plan_report.render_text(plan, ctx, console)
+    if plan.errors or ctx.build_error is not None:
+        raise typer.Exit(1)  # Helm would fail: the upgrade (or install) does not happen
 
 
 def _parse(release: ReleaseInput, hr: HelmRelease | None, namespace: str, kube: str | None) -> ParseResult:

@@ -9,17 +9,18 @@ from typing import Annotated
 import typer
 import yaml
 
-from helmsim.cli.app import app, command, console, err_console
+from helmsim.cli.app import HelpGroup, app, command, console, emit, err_console
 from helmsim.cluster.profile import list_profiles, load_profile
 from helmsim.errors import InputError
 from helmsim.report.atomic import write_atomic
-from helmsim.report.safe import dump_json
+from helmsim.report.safe import dump_json, safe_text
 
 profiles_app = typer.Typer(
     name="profiles",
     help="List, show, import, calibrate and diff cluster profiles.",
     no_args_is_help=True,
     add_completion=False,
+    cls=HelpGroup,
 )
 app.add_typer(profiles_app, name="profiles")
 
@@ -39,7 +40,12 @@ class DiffFormat(str, enum.Enum):
 
 @command("list", group=profiles_app)
 def list_cmd() -> None:
-    """List the built-in profiles with their descriptions."""
+    """List the built-in profiles with their descriptions.
+
+    Examples:
+
+      helmsim profiles list
+    """
     rows = list_profiles()
     width = max([len("NAME"), *(len(name) for name, _ in rows)])
     lines = [f"{'NAME':<{width}}  DESCRIPTION"]
@@ -51,18 +57,28 @@ def list_cmd() -> None:
 def show_cmd(
     profile: Annotated[str, typer.Argument(help="Built-in profile name or profile YAML file.")],
     format_: Annotated[
-        Format, typer.Option("--format", "-o", help="Output format.", case_sensitive=False)
+        Format, typer.Option("--format", help="Output format.", case_sensitive=False)
     ] = Format.yaml,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the profile to this file (atomically) instead of stdout.", metavar="FILE"),
+    ] = None,
 ) -> None:
-    """Print a profile fully resolved (extends applied, defaults filled in)."""
+    """Print a profile fully resolved (extends applied, defaults filled in).
+
+    Examples:
+
+      helmsim profiles show cilium-always
+      helmsim profiles show eks-gp3 --format json -o eks.json
+    """
     resolved = load_profile(profile)
     data = resolved.to_data()
     if format_ is Format.json:
-        console.document(dump_json(data))
+        emit(dump_json(data), output)
         return
     header = "# resolved from: " + " <- ".join(resolved.sources) + "\n"
     body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
-    console.out(header + body, end="", highlight=False)
+    emit(safe_text(header + body), output)
 
 
 @command("import", group=profiles_app)
@@ -91,7 +107,13 @@ def import_cmd(
         Path | None, typer.Option("--output", "-o", help="Write the profile here instead of stdout.")
     ] = None,
 ) -> None:
-    """Import a cluster as a profile: every value with its source in a comment."""
+    """Import a cluster as a profile: every value with its source in a comment.
+
+    Examples:
+
+      helmsim profiles import tests/data/profiles/kind --name my-kind
+      helmsim profiles import --context prod-eu -o profiles/prod-eu.yaml
+    """
     from helmsim.profiletools.importer import default_name, import_profile
 
     if dumps and (kubeconfig is not None or context is not None):
@@ -150,7 +172,13 @@ def calibrate_cmd(
         Path | None, typer.Option("--output", "-o", help="Write the profile here instead of stdout.")
     ] = None,
 ) -> None:
-    """Fit latency distributions from the cluster's events into a profile extending --profile."""
+    """Fit latency distributions from the cluster's events into a profile extending --profile.
+
+    Examples:
+
+      helmsim profiles calibrate tests/data/profiles/events -p kind --name kind-measured
+      kubectl get events -A -o json > events.json && helmsim profiles calibrate events.json -p eks-gp3 -o eks-measured.yaml
+    """
     import os
 
     from helmsim.profiletools.calibrate import calibrate, calibrated_draft
@@ -191,13 +219,23 @@ def diff_cmd(
     format_: Annotated[
         DiffFormat, typer.Option("--format", help="Output format.", case_sensitive=False)
     ] = DiffFormat.text,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="Write the difference to this file (atomically) instead of stdout.", metavar="FILE"),
+    ] = None,
 ) -> None:
-    """Show what differs between two resolved profiles (exit 1 when they differ)."""
+    """Show what differs between two resolved profiles (exit 1 when they differ).
+
+    Examples:
+
+      helmsim profiles diff kind cilium-always
+      helmsim profiles diff cilium-default cilium-always --format json -o drift.json
+    """
     from helmsim.profiletools.compare import diff_profiles, render_json, render_text
 
     pa, pb = load_profile(a), load_profile(b)
     diffs = diff_profiles(pa, pb)
     text = render_json(pa, pb, diffs) if format_ is DiffFormat.json else render_text(pa, pb, diffs)
-    console.out(text, end="", highlight=False)
+    emit(safe_text(text), output)
     if diffs:
         raise typer.Exit(1)

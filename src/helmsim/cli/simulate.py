@@ -56,6 +56,10 @@ def simulate_cmd(
     target: Annotated[str, typer.Argument(help="Chart directory or .tgz, or a directory/file of Flux objects (HelmReleases).")],
     values: options.Values = None,
     set_: options.Set = None,
+    set_string: options.SetString = None,
+    set_file: options.SetFile = None,
+    set_json: options.SetJson = None,
+    set_literal: options.SetLiteral = None,
     profile: Annotated[str, typer.Option("--profile", "-p", help="Cluster profile: built-in name or YAML file.", metavar="NAME|FILE")] = "kind",
     helmrelease: Annotated[
         list[str] | None,
@@ -97,6 +101,11 @@ def simulate_cmd(
     """Simulate Helm and helm-controller on a cluster profile and predict each release's outcome.
 
     Exit code 0 when every simulated release gets Ready, 1 when one does not, 2 on bad input.
+
+    Examples:
+
+      helmsim simulate examples/seed2-hf-cache --helmrelease examples/seed2-hf-cache/flux --profile kind
+      helmsim simulate examples/seed1-migrate-race -p cilium-always --runs 50 --seed 1 --format html -o runs.html
     """
     if fmt is SimFormat.html and not output:
         raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
@@ -104,7 +113,7 @@ def simulate_cmd(
     releases = build_inputs(
         target,
         values=values or [],
-        sets=set_ or [],
+        sets=options.value_sets(set_, set_string, set_file, set_json, set_literal),
         helmrelease=helmrelease or [],
         charts=chart or [],
         release_name=release_name,

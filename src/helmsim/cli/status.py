@@ -15,7 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from helmsim import kstatus, limits, yamlio
-from helmsim.cli.app import EXIT_BAD_INPUT, command, console, err_console
+from helmsim.cli import options
+from helmsim.cli.app import EXIT_BAD_INPUT, command, console, emit, err_console
 from helmsim.errors import InputError
 from helmsim.kstatus.core import parse_rfc3339
 from helmsim.kube.nulls import drop_nulls
@@ -70,11 +71,20 @@ def status_cmd(
     now: Annotated[
         str | None,
         typer.Option(
-            "--now", help="Clock for the Pod 15s unschedulable window (RFC3339); default: now."
+            "--now", help="Clock for the Pod 15s unschedulable window (RFC3339); default: now.", metavar="TIME"
         ),
     ] = None,
+    output: options.Output = None,
 ) -> None:
-    """Compute the kstatus status of live objects, as helm-controller's readers see them."""
+    """Compute the kstatus status of live objects, as helm-controller's readers see them.
+
+    Exit code 0 when no object is Failed, 1 when one is, 2 on bad input.
+
+    Examples:
+
+      kubectl get deploy,job,pod -n app -o yaml > live.yaml && helmsim status live.yaml
+      helmsim status live.yaml --reader flux-wait --now 2026-01-01T00:00:00Z --format json -o status.json
+    """
     clock = _clock(now)
     objects: list[Mapping[str, Any]] = []
     errors: list[InputError] = []
@@ -86,19 +96,23 @@ def status_cmd(
     pods = [o for o in objects if o.get("kind") == "Pod" and o.get("apiVersion") == "v1"]
     rows = [Row(o, kstatus.read(o, reader=reader.value, now=clock, pods=pods)) for o in objects]
     if fmt is Format.json:
-        console.document(dump_json([r.to_dict() for r in rows]))
+        emit(dump_json([r.to_dict() for r in rows]), output)
     elif rows:
         table, width = _table(rows)
-        if console.is_terminal:
+        if console.is_terminal and not (output and output != "-"):
             console.print(table)
-        else:  # piped: one unfolded line per object, no trailing padding
+        else:  # piped or to a file: one unfolded line per object, no trailing padding
             out = io.StringIO()
             SafeConsole(file=out, width=width, color_system=None).print(table)
-            console.document("".join(line.rstrip() + "\n" for line in out.getvalue().splitlines()))
+            emit("".join(line.rstrip() + "\n" for line in out.getvalue().splitlines()), output)
     for problem in errors:
         err_console.print(f"error: {problem}", markup=False)
     if errors:
         raise typer.Exit(EXIT_BAD_INPUT)
+    # kstatus FailedStatus (sigs.k8s.io/cli-utils pkg/kstatus/status/status.go): a verdict, like
+    # check's findings, so scripts can gate on it
+    if any(r.result.status.value == "Failed" for r in rows):
+        raise typer.Exit(1)
 
 
 def _clock(now: str | None) -> datetime:

@@ -273,6 +273,11 @@ def test_cmd(
     """Run scenario files and check every expectation, with the trace as evidence.
 
     Exit code 0 when every expectation holds, 1 when one fails, 2 on bad input.
+
+    Examples:
+
+      helmsim test examples/scenarios/seed1
+      helmsim test examples/scenarios --format junit -o scenarios.xml
     """
     where = options.backend(backend, ray_address)
     html = fmt is TestFormat.html
