@@ -341,6 +341,19 @@ def _handle(request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         chart = state["chart"]
         raw = sdk._native.call_string("helm_render", chart._raw(), request["values"], request["options"])
         return {"rendered": json.loads(raw)}
+    if op == "pull":
+        # helm/helm pkg/action/pull.go Pull.Run: an oci:// reference, or a chart name in --repo
+        from helm_python import registry
+
+        pulled = registry.pull(
+            request["ref"],
+            destination=request["dest"],
+            version=request.get("version"),
+            repo_url=request.get("repo"),
+            plain_http=bool(request.get("plain_http")),
+            insecure_skip_tls_verify=bool(request.get("insecure")),
+        )
+        return {"output": str(pulled.get("output", ""))}
     if op == "set":
         # helm/helm pkg/strvals/parser.go: Parse (--set), ParseString (--set-string), ParseJSON
         # (--set-json), ParseLiteral (--set-literal); --set-file is parsed as --set-string and

@@ -21,7 +21,7 @@ try:  # Typer ≥ 0.2x vendors Click; older releases use the click package
 except ImportError:  # pragma: no cover - depends on the installed Typer
     import click  # type: ignore[no-redef]
     from click import exceptions as click_exceptions  # type: ignore[no-redef]
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from helmsim.cli.limit_options import with_common_options
 from helmsim.errors import InputError

@@ -54,6 +54,10 @@ def check_cmd(
     set_file: options.SetFile = None,
     set_json: options.SetJson = None,
     set_literal: options.SetLiteral = None,
+    repo: options.Repo = None,
+    chart_version: options.ChartVersion = None,
+    plain_http: options.PlainHttp = False,
+    insecure_skip_tls_verify: options.InsecureSkipTlsVerify = False,
     profile: Annotated[
         list[str] | None,
         typer.Option(
@@ -164,6 +168,7 @@ def check_cmd(
       helmsim check examples/seed2-hf-cache --helmrelease examples/seed2-hf-cache/flux -p kind
       helmsim check examples/seed1-migrate-race -p cilium-always --runs 40 --seed 1 --format sarif -o helmsim.sarif
     """
+    target = options.chart_target(target, repo, chart_version, plain_http, insecure_skip_tls_verify)
     where = options.backend(backend, ray_address)
     cfg = config_for(target, config)
     names = list(profile or cfg.profiles or DEFAULT_PROFILES)

@@ -40,6 +40,33 @@ SetLiteral = Annotated[
 ]
 
 
+Repo = Annotated[
+    str | None,
+    typer.Option("--repo", help="Chart repository URL: TARGET is a chart name in it, pulled as helm pull does.", metavar="URL"),
+]
+ChartVersion = Annotated[
+    str | None,
+    typer.Option("--version", help="Version (or semver range) of a remote chart (oci:// or --repo); default the newest.", metavar="VERSION"),
+]
+PlainHttp = Annotated[
+    bool, typer.Option("--plain-http", help="Pull a remote chart over HTTP instead of HTTPS (a local registry).")
+]
+InsecureSkipTlsVerify = Annotated[
+    bool, typer.Option("--insecure-skip-tls-verify", help="Pull a remote chart without verifying the server's certificate.")
+]
+
+
+def chart_target(target: str, repo: str | None, version: str | None, plain_http: bool, insecure: bool) -> str:
+    """``target``, or the local archive of the remote chart it names (helmsim.remote)."""
+    from helmsim import remote
+
+    if not remote.is_remote(target, repo):
+        if version is not None:
+            raise InputError("--version applies to a remote chart (oci://… or --repo)")
+        return target
+    return remote.pull_chart(target, version=version, repo=repo, plain_http=plain_http, insecure=insecure)
+
+
 def value_sets(
     set_: list[str] | None,
     set_string: list[str] | None,

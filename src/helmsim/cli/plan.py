@@ -40,6 +40,10 @@ def plan_cmd(
     set_file: options.SetFile = None,
     set_json: options.SetJson = None,
     set_literal: options.SetLiteral = None,
+    repo: options.Repo = None,
+    chart_version: options.ChartVersion = None,
+    plain_http: options.PlainHttp = False,
+    insecure_skip_tls_verify: options.InsecureSkipTlsVerify = False,
     release_name: options.ReleaseName = rendering.DEFAULT_RELEASE_NAME,
     namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
     kube_version: options.KubeVersion = None,
@@ -92,6 +96,7 @@ def plan_cmd(
       helmsim plan examples/seed1-migrate-race --profile cilium-always
       helmsim plan examples/seed2-hf-cache --upgrade-from examples/seed2-hf-cache --upgrade-from-set image.tag=old --format json -o plan.json
     """
+    target = options.chart_target(target, repo, chart_version, plain_http, insecure_skip_tls_verify)
     kube, apis = options.capabilities(profile, kube_version, api_versions)
     new_opts = rendering.RenderOptions(
         release_name=release_name,

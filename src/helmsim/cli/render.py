@@ -21,6 +21,10 @@ def render_cmd(
     set_file: options.SetFile = None,
     set_json: options.SetJson = None,
     set_literal: options.SetLiteral = None,
+    repo: options.Repo = None,
+    chart_version: options.ChartVersion = None,
+    plain_http: options.PlainHttp = False,
+    insecure_skip_tls_verify: options.InsecureSkipTlsVerify = False,
     release_name: options.ReleaseName = rendering.DEFAULT_RELEASE_NAME,
     namespace: options.Namespace = rendering.DEFAULT_NAMESPACE,
     kube_version: options.KubeVersion = None,
@@ -52,6 +56,7 @@ def render_cmd(
       helmsim render examples/seed1-migrate-race -s templates/agent-manager/migrate-job.yaml
       helmsim render examples/seed2-hf-cache -f examples/seed2-hf-cache/values.yaml --set-string image.tag=1.2 -o manifest.yaml
     """
+    target = options.chart_target(target, repo, chart_version, plain_http, insecure_skip_tls_verify)
     kube, apis = options.capabilities(profile, kube_version, api_versions)
     opts = rendering.RenderOptions(
         release_name=release_name,

@@ -60,6 +60,10 @@ def simulate_cmd(
     set_file: options.SetFile = None,
     set_json: options.SetJson = None,
     set_literal: options.SetLiteral = None,
+    repo: options.Repo = None,
+    chart_version: options.ChartVersion = None,
+    plain_http: options.PlainHttp = False,
+    insecure_skip_tls_verify: options.InsecureSkipTlsVerify = False,
     profile: Annotated[str, typer.Option("--profile", "-p", help="Cluster profile: built-in name or YAML file.", metavar="NAME|FILE")] = "kind",
     helmrelease: Annotated[
         list[str] | None,
@@ -107,6 +111,7 @@ def simulate_cmd(
       helmsim simulate examples/seed2-hf-cache --helmrelease examples/seed2-hf-cache/flux --profile kind
       helmsim simulate examples/seed1-migrate-race -p cilium-always --runs 50 --seed 1 --format html -o runs.html
     """
+    target = options.chart_target(target, repo, chart_version, plain_http, insecure_skip_tls_verify)
     if fmt is SimFormat.html and not output:
         raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
     prof = load_profile(profile)

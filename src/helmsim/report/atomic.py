@@ -4,7 +4,8 @@ Every file a command writes (``--output``, ``profiles import -o``, fleet stats) 
 :func:`write_atomic`: a temporary file in the same directory, written and fsync'd, renamed over
 the target, then the directory fsync'd. A symlink at the target — even a dangling one — is
 replaced by the new file, never written through; a failed write (a full disk, a file size
-limit, Ctrl-C) removes the temporary file and leaves the previous file as it was.
+limit, Ctrl-C) removes the temporary file and leaves the previous file as it was. A character
+device or FIFO (``-o /dev/null``, ``-o /dev/stdout``, a named pipe) is written to in place.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     existing = _lstat(target)
     if existing is not None and stat.S_ISDIR(existing.st_mode):
         raise InputError("cannot write the report: is a directory", file=str(target))
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        if _is_stream(target):
+            _write_stream(target, text)
+            return
+        if not stat.S_ISLNK(existing.st_mode):
+            raise InputError("cannot write the report: not a regular file", file=str(target))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as err:
@@ -47,6 +54,25 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         if isinstance(err, OSError):
             raise InputError(f"cannot write the report: {err.strerror or err}", file=str(target)) from None
         raise
+
+
+def _is_stream(target: Path) -> bool:
+    """A character device or a FIFO (``/dev/null``, ``/dev/stdout``, a named pipe), directly
+    or through a symlink: written to, never renamed over (that would replace ``/dev/null``
+    with a regular file). A block device or a symlink to anything else is not a stream."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _write_stream(target: Path, text: str) -> None:
+    try:
+        with open(target, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+    except OSError as err:
+        raise InputError(f"cannot write the report: {err.strerror or err}", file=str(target)) from None
 
 
 def _lstat(target: Path) -> os.stat_result | None:

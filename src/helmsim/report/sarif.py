@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from urllib.parse import quote
 from typing import TYPE_CHECKING, Any
 
 from helmsim import __version__
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "helmsimFinding/v1"
 SRCROOT = "SRCROOT"
+DOCS_URL = "https://helmsim.dev/docs/"
 _LEVEL = {Severity.error: "error", Severity.warning: "warning", Severity.note: "note"}
 
 
@@ -37,14 +39,24 @@ def fingerprint(f: Finding, rehearsal: str | None = None) -> str:
 
 
 def _artifact(path: str, base: Path) -> dict[str, str]:
-    """An artifactLocation: relative to ``%SRCROOT%`` (the base directory) when inside it."""
+    """An artifactLocation relative to ``%SRCROOT%`` (``base``, the repository root) when the
+    file is inside it, else an absolute ``file:`` URI. A relative path is the current
+    directory's, so the report is right whichever directory helmsim ran in (SARIF 2.1.0
+    §3.4.4: a relative ``uri`` is resolved against its ``uriBaseId``)."""
     p = Path(path) if path else base
-    if p.is_absolute():
-        try:
-            return {"uri": p.resolve().relative_to(base.resolve()).as_posix(), "uriBaseId": SRCROOT}
-        except ValueError:
-            return {"uri": p.resolve().as_uri()}
-    return {"uri": p.as_posix(), "uriBaseId": SRCROOT}
+    full = (p if p.is_absolute() else Path.cwd() / p).resolve()
+    try:
+        rel = full.relative_to(base.resolve())
+    except ValueError:
+        return {"uri": full.as_uri()}
+    return {"uri": quote(rel.as_posix()), "uriBaseId": SRCROOT}
+
+
+def docs_url() -> str:
+    """Where the rule pages (``docs/rules/<ID>.md``) are published: ``HELMSIM_DOCS_URL``, else
+    the project's Documentation URL (pyproject ``[project.urls]``)."""
+    url = os.environ.get("HELMSIM_DOCS_URL") or DOCS_URL
+    return url.rstrip("/") + "/"
 
 
 def _monte_carlo(f: Finding, sampling: Sampling) -> dict[str, Any]:
@@ -159,6 +171,7 @@ def _log(
 ) -> dict[str, Any]:
     rules = all_rules()
     index = {r.id: i for i, r in enumerate(rules)}
+    docs = docs_url()
     results = []
     for rehearsal, report in reports:
         findings = sorted([*report.findings, *report.suppressed], key=lambda f: f.sort_key)
@@ -186,6 +199,8 @@ def _log(
                                 "name": r.slug,
                                 "shortDescription": {"text": r.summary},
                                 "help": {"text": f"{r.summary}. See {r.doc}."},
+                                # the rule's page: docs/rules/<ID>.md of this repository, published
+                                "helpUri": docs + r.doc.removeprefix("docs/"),
                                 "defaultConfiguration": {"level": "error"},
                             }
                             for r in rules
