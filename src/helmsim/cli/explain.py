@@ -103,6 +103,11 @@ def explain_cmd(
     proposes converge under every reproducing hypothesis.
 
     Exit code 0 when a hypothesis reproduces the observation, 1 when none does, 2 on bad input.
+
+    Examples:
+
+      helmsim explain examples/seed1-migrate-race --helmrelease examples/seed1-migrate-race/flux -O examples/explain/seed1-incident.observation.yaml -p capa-cilium
+      helmsim explain examples/seed2-hf-cache --helmrelease examples/seed2-hf-cache/flux -O examples/explain/seed2-incident.observation.yaml --format html -o explain.html
     """
     loaded = load_observation(observed)
     prof = load_profile(profile)
