@@ -223,8 +223,10 @@ def test_bad_set_flags_are_one_line(echo_chart: Path, flag: str, value: str, mes
 
 
 def test_set_flags_reach_every_rendering_command(echo_chart: Path) -> None:
-    for command in ("plan", "simulate", "check"):
-        code, _, err = run(command, str(echo_chart), "--set-json", "a={bad", *(["-p", "kind"] if command == "check" else []))
+    observed = str(ROOT / "examples/explain/seed1-incident.observation.yaml")
+    extra = {"check": ["-p", "kind"], "explain": ["-O", observed]}
+    for command in ("plan", "simulate", "check", "explain"):
+        code, _, err = run(command, str(echo_chart), "--set-json", "a={bad", *extra.get(command, []))
         assert code == 2 and "bad --set-json" in err, (command, err)
 
 

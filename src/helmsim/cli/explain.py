@@ -47,6 +47,10 @@ def explain_cmd(
     ],
     values: options.Values = None,
     set_: options.Set = None,
+    set_string: options.SetString = None,
+    set_file: options.SetFile = None,
+    set_json: options.SetJson = None,
+    set_literal: options.SetLiteral = None,
     profile: Annotated[
         str, typer.Option("--profile", "-p", help="Cluster profile: built-in name or YAML file.", metavar="NAME|FILE")
     ] = "kind",
@@ -114,7 +118,7 @@ def explain_cmd(
     releases = build_inputs(
         target,
         values=values or [],
-        sets=set_ or [],
+        sets=options.value_sets(set_, set_string, set_file, set_json, set_literal),
         helmrelease=helmrelease or [],
         charts=chart or [],
         release_name=release_name,
