@@ -66,8 +66,14 @@ def test_version() -> None:
 
 
 def test_shell_completion_script_and_answers() -> None:
-    script = subprocess.run([HELMSIM, "--show-completion", "bash"], capture_output=True, text=True, timeout=60)
+    # the script --install-completion installs (Click's protocol; --show-completion prints the
+    # same for the shell it detects)
+    env = {**os.environ, "_HELMSIM_COMPLETE": "source_bash"}
+    script = subprocess.run([HELMSIM], env=env, capture_output=True, text=True, timeout=60)
     assert script.returncode == 0 and "_HELMSIM_COMPLETE=complete_bash" in script.stdout
+    assert "complete -o default -F _helmsim_completion helmsim" in script.stdout
+    code, out, _ = run("--help")
+    assert code == 0 and "--install-completion" in out and "--show-completion" in out
 
     def complete(words: str) -> list[str]:
         env = {**os.environ, "_HELMSIM_COMPLETE": "complete_bash", "COMP_WORDS": words,
