@@ -1,21 +1,48 @@
 """The scheduler: binds pending pods to the profile's nodes, waiting for their volumes.
 
-Filters mirror kube-scheduler's default plugins in the simplest useful form: NodeAffinity
-(``nodeSelector`` and required node affinity), TaintToleration (NoSchedule / NoExecute) and
-VolumeBinding (missing claims, unbound Immediate claims, WaitForFirstConsumer claims that get the
-selected-node annotation and are waited for in PreBind). Among the feasible nodes the one with the
-fewest pods wins, then the name (deterministic; kube-scheduler scores resources and spreads).
+Filters are kube-scheduler's default plugins (:mod:`helmsim.cluster.scheduling`: NodeUnschedulable,
+TaintToleration, NodeAffinity, NodeResourcesFit against the profile's allocatable,
+PodTopologySpread, InterPodAffinity) plus VolumeBinding here (missing claims, unbound Immediate
+claims, WaitForFirstConsumer claims that get the selected-node annotation and are waited for in
+PreBind). Among the feasible nodes the one with the fewest pods wins, then the name
+(deterministic; kube-scheduler scores resources and spreads). An unschedulable pod is retried when
+the cluster changes in a way that may help it (an assigned pod added, relabelled or gone, a node
+added or changed), after its back-off, and at the latest after 5 minutes.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from helmsim.cluster.engine import Controller, Simulation
+from helmsim.cluster.scheduling import (
+    REASON_AFFINITY,
+    NodeInfo,
+    PodInfo,
+    Snapshot,
+    Taint,
+    allocatable_amounts,
+    filter_nodes,
+    fit_error,
+    has_required_anti_affinity,
+    needs_assigned_pods,
+    node_affinity_matches,
+    node_selector_term_matches,
+    tolerates,
+)
 from helmsim.cluster.store import ApiUnreachable, clone, ref_of
+
+__all__ = [
+    "REASON_AFFINITY",
+    "SELECTED_NODE",
+    "Scheduler",
+    "fit_error",
+    "node_affinity_matches",
+    "node_selector_term_matches",
+    "tolerates",
+]
 
 SOURCE = "default-scheduler"
 # kubernetes pkg/controller/volume/persistentvolume/util/util.go AnnSelectedNode.
@@ -25,123 +52,41 @@ BIND_TIMEOUT = 600.0
 # kubernetes pkg/scheduler/internal/queue/scheduling_queue.go
 # DefaultPodMaxInUnschedulablePodsDuration: an unschedulable pod is retried after 5 min at most.
 UNSCHEDULABLE_RETRY = 300.0
-# kubernetes pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go ErrReasonPod.
-REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 # kubernetes pkg/scheduler/framework/plugins/volumebinding/volume_binding.go
 # ErrReasonUnboundImmediatePersistentVolumeClaim.
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 # kubernetes pkg/scheduler/apis/config/v1/defaults.go: podInitialBackoffSeconds = 1,
-# podMaxBackoffSeconds = 10: a pod whose binding failed is retried after 1 s, doubling to 10 s.
+# podMaxBackoffSeconds = 10: a pod is retried no sooner than 1 s after its first failed attempt,
+# doubling per attempt to 10 s (scheduling_queue.go calculateBackoffDuration).
 POD_INITIAL_BACKOFF = 1.0
 POD_MAX_BACKOFF = 10.0
 
 PodKey = tuple[str, str]
 
 
-def fit_error(
-    num_nodes: int, *, prefilter: str = "", reasons: Mapping[str, int] | None = None
-) -> str:
-    """The FailedScheduling message.
-
-    kubernetes pkg/scheduler/framework/types.go FitError.Error: "0/N nodes are available:" then the
-    PreFilter message, or the sorted "<count> <reason>" histogram; then the PostFilter
-    (preemption) message, which for these filters is "Preemption is not helpful" on every node
-    (pkg/scheduler/framework/preemption/preemption.go).
-    """
-    msg = f"0/{num_nodes} nodes are available:"
-    if prefilter:
-        msg += f" {prefilter}."
-    elif reasons:
-        msg += " " + ", ".join(sorted(f"{n} {r}" for r, n in reasons.items())) + "."
-    msg += (
-        f" preemption: 0/{num_nodes} nodes are available: {num_nodes} Preemption is not helpful"
-        " for scheduling."
-    )
-    return msg
+def backoff_after(attempts: int) -> float:
+    """calculateBackoffDuration: 1 s · 2^(attempts-1), capped at 10 s (0 before any attempt)."""
+    if attempts <= 0:
+        return 0.0
+    return float(min(POD_INITIAL_BACKOFF * 2 ** (attempts - 1), POD_MAX_BACKOFF))
 
 
-def node_selector_term_matches(
-    term: Mapping[str, Any], labels: Mapping[str, str], name: str
-) -> bool:
-    """One NodeSelectorTerm: every matchExpression and matchField holds (an empty term matches nothing).
-
-    k8s.io/component-helpers scheduling/corev1/nodeaffinity/nodeaffinity.go.
-    """
-    exprs = list(term.get("matchExpressions") or ())
-    fields = list(term.get("matchFields") or ())
-    if not exprs and not fields:
-        return False
-    for e in exprs:
-        if not _requirement(e, labels):
-            return False
-    return all(_requirement(f, {"metadata.name": name}) for f in fields)
+def _terminal(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-def _requirement(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, op = str(expr.get("key", "")), expr.get("operator")
-    values = [str(v) for v in expr.get("values") or ()]
-    present = key in labels
-    if op == "In":
-        return present and labels[key] in values
-    if op == "NotIn":
-        return not present or labels[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and len(values) == 1:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def node_affinity_matches(pod: Mapping[str, Any], labels: Mapping[str, str], name: str) -> bool:
-    """nodeSelector (all pairs) AND required node affinity (any term)."""
+def pod_info(pod: Mapping[str, Any], node: str | None = None) -> PodInfo:
+    """The filters' view of a Pod object."""
+    meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
-    selector = spec.get("nodeSelector") or {}
-    if any(labels.get(str(k)) != str(v) for k, v in selector.items()):
-        return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
+    return PodInfo(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        spec=spec,
+        node=node if node is not None else spec.get("nodeName"),
+        terminating=bool(meta.get("deletionTimestamp")),
     )
-    if required is None:
-        return True
-    terms = required.get("nodeSelectorTerms") or ()
-    return any(node_selector_term_matches(t, labels, name) for t in terms)
-
-
-def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Any) -> bool:
-    """k8s.io/api core/v1/toleration.go ToleratesTaint: effect, key and operator/value match."""
-    for t in tolerations:
-        effect = t.get("effect") or ""
-        if effect and effect != taint.effect:
-            continue
-        key = t.get("key") or ""
-        op = t.get("operator") or "Equal"
-        if not key and op != "Exists":
-            continue
-        if key and key != taint.key:
-            continue
-        if op == "Exists" or (op == "Equal" and str(t.get("value") or "") == taint.value):
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class _Taint:
-    key: str
-    value: str
-    effect: str
-
-
-@dataclass(frozen=True)
-class _Node:
-    name: str
-    labels: Mapping[str, str]
-    taints: tuple[_Taint, ...]
 
 
 class Scheduler(Controller):
@@ -152,33 +97,83 @@ class Scheduler(Controller):
 
     def __init__(self, sim: Simulation) -> None:
         super().__init__(sim)
+        sim.store.watch(("Node",), self._on_node)
         self._queued: set[PodKey] = set()
         self._parked: dict[PodKey, int | None] = {}  # unschedulable: the FailedScheduling event id
         self._claim_waiters: dict[tuple[str, str], set[PodKey]] = defaultdict(set)
         self._binding: dict[PodKey, tuple[str, tuple[str, ...], int | None]] = {}
         self._backoff: dict[PodKey, float] = {}
+        self._attempts: dict[PodKey, tuple[int, float]] = {}
+        """Failed scheduling attempts of each pending pod: (count, time of the last)."""
+        self._assigned: dict[PodKey, tuple[str, tuple[tuple[str, str], ...]]] = {}
+        """The scheduler cache's assigned, non-terminal pods: node and labels."""
+        self._usage: dict[str, tuple[int, dict[str, int]]] = {}
+        """Per node: assigned pods and the sum of their requests (kept as pods come and go)."""
+        self._requests: dict[PodKey, tuple[str, dict[str, int], bool]] = {}
+        """Per assigned pod: its node, requests, and whether it has required anti-affinity."""
+        self._anti_pods = 0
+        self._noted_no_allocatable = False
 
-    def nodes(self) -> list[_Node]:
+    def nodes(self) -> list[NodeInfo]:
         """The nodes the scheduler's snapshot holds: the live Node objects (a deleted Node is
-        gone, a tainted one filters by its taints), or the profile's nodes when the store has
-        no Node objects (a bare simulation)."""
+        gone, a tainted or cordoned one filters by it), or the profile's nodes when the store
+        has no Node objects (a bare simulation). Allocatable is the profile's."""
         live = {n["metadata"]["name"]: n for n in self.store.list("Node")}
         out = []
         for n in self.sim.profile.nodes:
             obj = live.get(n.name)
             if live and obj is None:
                 continue  # deleted: pkg/scheduler/backend/cache removes it from the snapshot
+            alloc = allocatable_amounts(getattr(n, "allocatable", None) or {})
             if obj is None:
-                taints = tuple(_Taint(t.key, t.value or "", t.effect) for t in n.taints)
-                labels: Mapping[str, str] = n.labels
-            else:
-                taints = tuple(
-                    _Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
-                    for t in (obj.get("spec") or {}).get("taints") or ()
+                out.append(
+                    NodeInfo(
+                        n.name,
+                        n.labels,
+                        tuple(Taint(t.key, t.value or "", t.effect) for t in n.taints),
+                        alloc,
+                    )
                 )
-                labels = (obj.get("metadata") or {}).get("labels") or n.labels
-            out.append(_Node(n.name, labels, taints))
+                continue
+            spec = obj.get("spec") or {}
+            taints = tuple(
+                Taint(
+                    str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or "")
+                )
+                for t in spec.get("taints") or ()
+            )
+            labels = (obj.get("metadata") or {}).get("labels") or n.labels
+            out.append(NodeInfo(n.name, labels, taints, alloc, bool(spec.get("unschedulable"))))
         return out
+
+    def snapshot(self, incoming: PodInfo | None = None) -> Snapshot:
+        """Nodes, their usage, and the assigned non-terminal pods (with the pods assumed on a
+        node while their claims bind). The pod list is built only when ``incoming``'s filters
+        or an assigned pod's required anti-affinity read it (else ``complete`` is False)."""
+        usage = {n: (c, dict(u)) for n, (c, u) in self._usage.items()}
+        assumed = []
+        for key, (node, _claims, _cause) in sorted(self._binding.items()):
+            pod = self.store.get("Pod", *key)
+            if pod is not None:
+                info = pod_info(pod, node)  # the cache's assumed pod
+                assumed.append(info)
+                count, used = usage.get(node, (0, {}))
+                for k, v in info.requests.items():
+                    used[k] = used.get(k, 0) + v
+                usage[node] = (count + 1, used)
+        full = incoming is None or self._anti_pods > 0 or needs_assigned_pods(incoming)
+        pods = []
+        if full:
+            pods = [
+                pod_info(p)
+                for p in self.store.list("Pod")
+                if (p.get("spec") or {}).get("nodeName") and not _terminal(p)
+            ]
+        ns_labels = {
+            str(n["metadata"]["name"]): (n["metadata"].get("labels") or {})
+            for n in self.store.list("Namespace")
+        }
+        return Snapshot(self.nodes(), [*pods, *assumed], ns_labels, usage, complete=full)
 
     # --- watch -----------------------------------------------------------------------------------
     def on_event(self, event: str, obj: dict[str, Any]) -> None:
@@ -187,6 +182,7 @@ class Scheduler(Controller):
             return
         meta = obj.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        self._track_assigned(event, key, obj)
         if event == "DELETED":
             self._forget(key)
             return
@@ -202,6 +198,75 @@ class Scheduler(Controller):
         if event == "ADDED" or (key not in self._parked and key not in self._binding):
             self._enqueue(key, self._cause(obj))
 
+    def _track_assigned(self, event: str, key: PodKey, obj: Mapping[str, Any]) -> None:
+        """Keep the cache of assigned pods; a change in it may help unschedulable pods.
+
+        kubernetes pkg/scheduler/eventhandlers.go: assigned pods added, updated (labels) and
+        deleted (a pod turning terminal leaves the cache) move unschedulable pods back to the
+        queue (scheduling_queue.go MoveAllToActiveOrBackoffQueue, with the plugins' events:
+        interpodaffinity and podtopologyspread on AssignedPod Add/UpdatePodLabel/Delete,
+        noderesources on AssignedPod Delete).
+        """
+        node = (obj.get("spec") or {}).get("nodeName")
+        before = self._assigned.get(key)
+        if event == "DELETED" or not node or _terminal(obj):
+            if before is not None:
+                del self._assigned[key]
+                self._account(key, None)
+                self._cluster_changed(f"assigned pod {key[0]}/{key[1]} gone")
+            return
+        labels = tuple(sorted(((obj.get("metadata") or {}).get("labels") or {}).items()))
+        now = (str(node), labels)
+        if before != now:
+            self._assigned[key] = now
+            self._account(key, pod_info(obj))
+            self._cluster_changed(
+                f"assigned pod {key[0]}/{key[1]} {'added' if before is None else 'relabelled'}"
+            )
+
+    def _account(self, key: PodKey, info: PodInfo | None) -> None:
+        """Move ``key``'s requests out of its old node's usage and into ``info``'s node."""
+        old = self._requests.pop(key, None)
+        if old is not None:
+            node, requests, anti = old
+            count, used = self._usage.get(node, (0, {}))
+            for k, v in requests.items():
+                used[k] = used.get(k, 0) - v
+            self._usage[node] = (count - 1, used)
+            self._anti_pods -= anti
+        if info is None or info.node is None:
+            return
+        requests = info.requests
+        anti = has_required_anti_affinity(info)
+        self._requests[key] = (info.node, requests, anti)
+        count, used = self._usage.get(info.node, (0, {}))
+        for k, v in requests.items():
+            used[k] = used.get(k, 0) + v
+        self._usage[info.node] = (count + 1, used)
+        self._anti_pods += anti
+
+    def _on_node(self, event: str, obj: dict[str, Any]) -> None:
+        """A node added, changed (labels, taints, cordon) or deleted moves pending pods again."""
+        if event in ("ADDED", "MODIFIED"):
+            self._cluster_changed(f"Node/{(obj.get('metadata') or {}).get('name')} {event.lower()}")
+
+    def _cluster_changed(self, why: str) -> None:
+        """Requeue unschedulable pods (not those waiting for a claim), after their back-off."""
+        for key in sorted(k for k, ev in self._parked.items() if ev is not None):
+            if any(key in w for w in self._claim_waiters.values()):
+                continue
+            ev = self._parked.pop(key)
+            count, last = self._attempts.get(key, (0, self.sim.now))
+            wait = max(0.0, last + backoff_after(count) - self.sim.now)
+            self.sim.log(
+                self.name,
+                "requeued",
+                f"Pod/{key[0]}/{key[1]}",
+                f"{why}: retrying in {wait:g}s",
+                cause=ev,
+            )
+            self._enqueue(key, ev, delay=wait + self.sim.latency("scheduling"))
+
     def _cause(self, obj: Mapping[str, Any]) -> int | None:
         found = self.sim.trace.find(what="created", obj=ref_of(obj))
         return found[-1].id if found else None
@@ -210,6 +275,7 @@ class Scheduler(Controller):
         self._parked.pop(key, None)
         self._binding.pop(key, None)
         self._backoff.pop(key, None)
+        self._attempts.pop(key, None)
         for waiters in self._claim_waiters.values():
             waiters.discard(key)
 
@@ -250,41 +316,54 @@ class Scheduler(Controller):
             or pod["metadata"].get("deletionTimestamp")
         ):
             return
-        nodes = self.nodes()
+        incoming = pod_info(pod)
+        snap = self.snapshot(incoming)
         prefilter, to_bind, waiting_on = self._volumes(pod)
         if prefilter:
-            self._unschedulable(pod, fit_error(len(nodes), prefilter=prefilter), cause, waiting_on)
-            return
-        reasons: dict[str, int] = defaultdict(int)
-        feasible = []
-        tolerations = (pod.get("spec") or {}).get("tolerations") or ()
-        for node in nodes:
-            if not node_affinity_matches(pod, node.labels, node.name):
-                reasons[REASON_AFFINITY] += 1
-                continue
-            # kubernetes pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go:
-            # only NoSchedule and NoExecute taints filter; the first untolerated one is reported.
-            bad = next(
-                (
-                    t
-                    for t in node.taints
-                    if t.effect in ("NoSchedule", "NoExecute") and not tolerates(tolerations, t)
-                ),
-                None,
+            self._unschedulable(
+                pod, fit_error(len(snap.nodes), prefilter=prefilter), cause, waiting_on
             )
-            if bad is not None:
-                reasons[f"node(s) had untolerated taint {{{bad.key}: {bad.value}}}"] += 1
-                continue
-            feasible.append(node.name)
-        if not feasible:
-            self._unschedulable(pod, fit_error(len(nodes), reasons=reasons), cause, ())
+            return
+        self._note_no_allocatable(incoming, snap, cause)
+        result = filter_nodes(incoming, snap)
+        if not result.feasible and not snap.complete:
+            snap = self.snapshot()  # preemption's dry run looks at the pods on each node
+            result = filter_nodes(incoming, snap)
+        if not result.feasible:
+            if any(v is None for v in result.preemption.values()):
+                self.sim.log(
+                    self.name,
+                    "assumed",
+                    ref_of(pod),
+                    f"{ref_of(pod)}: evicting lower-priority pods would make room; helmsim does not "
+                    "model preemption, so the pod stays Pending (a real scheduler would preempt them)",
+                    cause=cause,
+                )
+            self._unschedulable(pod, result.message(len(snap.nodes)), cause, ())
             return
         load = self.store.node_load()  # bound pods not Succeeded/Failed, indexed by the store
-        chosen = min(feasible, key=lambda n: (load.get(n, 0), n))
+        chosen = min(result.feasible, key=lambda n: (load.get(n, 0), n))
         if to_bind:
             self._select_node_for_claims(pod, key, chosen, to_bind, cause)
             return
         self._bind(key, chosen, cause)
+
+    def _note_no_allocatable(self, pod: PodInfo, snap: Snapshot, cause: int | None) -> None:
+        """Say once that requests were not checked where the profile states no allocatable."""
+        if self._noted_no_allocatable or not pod.requests:
+            return
+        bare = [n.name for n in snap.nodes if not n.allocatable]
+        if not bare:
+            return
+        self._noted_no_allocatable = True
+        self.sim.log(
+            self.name,
+            "assumed",
+            f"Pod/{pod.namespace}/{pod.name}",
+            f"profile {getattr(self.sim.profile, 'name', '?')} states no allocatable for "
+            f"{', '.join(bare)}: resource requests were not checked against node capacity",
+            cause=cause,
+        )
 
     def _volumes(self, pod: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]], tuple[str, ...]]:
         """(PreFilter failure message, WaitForFirstConsumer claims to bind, claims waited on).
@@ -360,6 +439,8 @@ class Scheduler(Controller):
             },
         )
         status["conditions"] = conds
+        count, _last = self._attempts.get(key, (0, 0.0))
+        self._attempts[key] = (count + 1, self.sim.now)
         self._parked[key] = None
         try:
             self.store.update_status("Pod", *key, status, actor=self.name, cause=cause)

@@ -576,8 +576,9 @@ def seed_cluster(sim: Simulation, *, dns_pods: bool = True) -> list[dict[str, An
                 "spec": {"taints": [t.model_dump() for t in n.taints]} if n.taints else {},
                 "status": {
                     "addresses": addresses,
-                    "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                    "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+                    # the profile's allocatable when it states one (the scheduler reads the same)
+                    "capacity": dict(n.allocatable) or {"cpu": "8", "memory": "16Gi", "pods": "110"},
+                    "allocatable": dict(n.allocatable) or {"cpu": "8", "memory": "16Gi", "pods": "110"},
                     "conditions": [
                         {
                             "type": "Ready",

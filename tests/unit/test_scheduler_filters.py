@@ -1,0 +1,351 @@
+"""The scheduler's filters in a running simulation: FailedScheduling texts, retries, allocatable.
+
+Texts: pkg/scheduler/framework/types.go FitError, plugins/interpodaffinity, podtopologyspread,
+noderesources, nodeunschedulable; preemption: plugins/defaultpreemption. Timing: the 5-minute
+unschedulable flush and the 1 s → 10 s per-pod back-off of pkg/scheduler/internal/queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helmsim.cluster.controllers.scheduler import Scheduler, backoff_after
+from helmsim.cluster.engine import Simulation
+from helmsim.cluster.profile import load_profile, profile_from_mapping
+from helmsim.kube.pods import kubectl_columns
+
+EKS = ["ip-10-0-1-10.ec2.internal", "ip-10-0-2-10.ec2.internal", "ip-10-0-3-10.ec2.internal"]
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _sim(profile: Any = "kind") -> Simulation:
+    sim = Simulation(load_profile(profile) if isinstance(profile, str) else profile)
+    Scheduler(sim)
+    return sim
+
+
+def _anti(key: str = HOSTNAME) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": key}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns", "labels": labels or {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "app:1"}], **spec},
+    }
+
+
+def _failed(sim: Simulation, name: str) -> list[tuple[float, str]]:
+    return [
+        (round(e.time, 3), e.message)
+        for e in sim.trace.find(what="event", reason="FailedScheduling")
+        if e.obj == f"Pod/ns/{name}"
+    ]
+
+
+def _node(sim: Simulation, name: str) -> str | None:
+    pod = sim.store.get("Pod", "ns", name)
+    assert pod is not None
+    node = pod["spec"].get("nodeName")
+    return str(node) if node else None
+
+
+ANTI_ONE_NODE = (
+    "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. preemption: "
+    "0/1 nodes are available: 1 No preemption victims found for incoming pod."
+)
+
+
+def test_required_anti_affinity_on_one_node_leaves_the_second_replica_pending() -> None:
+    sim = _sim()
+    for name in ("web-0", "web-1"):
+        sim.store.create(_pod(name, affinity=_anti()), actor="replicaset-controller")
+    sim.run(until=400)
+    assert _node(sim, "web-0") == "kind-control-plane"
+    assert _node(sim, "web-1") is None
+    # the 5-minute flush retries it, with the same message
+    assert _failed(sim, "web-1") == [(0.1, ANTI_ONE_NODE), (300.1, ANTI_ONE_NODE)]
+    pod = sim.store.get("Pod", "ns", "web-1")
+    assert pod is not None
+    assert kubectl_columns(pod, sim.datetime()).status == "Pending"
+
+
+def test_deleting_the_blocking_pod_reschedules_at_once_within_the_back_off() -> None:
+    sim = _sim()
+    for name in ("web-0", "web-1"):
+        sim.store.create(_pod(name, affinity=_anti()), actor="replicaset-controller")
+    sim.after(0.5, lambda: sim.store.delete("Pod", "ns", "web-0", actor="helm", grace=0.0))
+    sim.run(until=5)
+    # failed at 0.1 (1st attempt: 1 s back-off), the assigned pod went at 0.5: retried at 1.1 + 0.1
+    requeued = [round(e.time, 3) for e in sim.trace.find(what="requeued")]
+    assert requeued == [0.5]
+    bound = [round(e.time, 3) for e in sim.trace.find(what="scheduled") if e.obj == "Pod/ns/web-1"]
+    assert bound == [1.2]
+
+
+def test_scheduler_back_off_doubles_to_ten_seconds() -> None:
+    assert [backoff_after(n) for n in range(6)] == [0.0, 1.0, 2.0, 4.0, 8.0, 10.0]
+
+
+def test_existing_pods_anti_affinity_is_symmetric() -> None:
+    sim = _sim()
+    sim.store.create(_pod("guard", affinity=_anti()), actor="helm")
+    sim.store.create(_pod("plain", labels={"app": "web"}), actor="helm")
+    sim.run(until=1)
+    assert _failed(sim, "plain") == [
+        (
+            0.1,
+            (
+                "0/1 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules. "
+                "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+            ),
+        )
+    ]
+
+
+def test_zone_anti_affinity_spreads_three_replicas_and_refuses_the_fourth() -> None:
+    sim = _sim("eks-gp3")
+    for i in range(4):
+        sim.store.create(_pod(f"web-{i}", affinity=_anti(ZONE)), actor="replicaset-controller")
+    sim.run(until=1)
+    assert sorted(str(_node(sim, f"web-{i}")) for i in range(3)) == EKS
+    assert _failed(sim, "web-3") == [
+        (
+            0.1,
+            (
+                "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. preemption: "
+                "0/3 nodes are available: 3 No preemption victims found for incoming pod."
+            ),
+        )
+    ]
+
+
+def test_required_pod_affinity_waits_for_its_peer_and_follows_it() -> None:
+    sim = _sim("eks-gp3")
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": ZONE}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    sim.store.create(_pod("cache", labels={"app": "cache"}, affinity=affinity), actor="helm")
+    sim.after(
+        3,
+        lambda: sim.store.create(
+            _pod("db", labels={"app": "db"}, nodeSelector={ZONE: "us-east-1c"}), actor="helm"
+        ),
+    )
+    sim.run(until=10)
+    assert _failed(sim, "cache") == [
+        (
+            0.1,
+            (
+                "0/3 nodes are available: 3 node(s) didn't match pod affinity rules. preemption: "
+                "0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            ),
+        )
+    ]
+    # the db pod's binding at 3.1 moves it; its 1 s back-off is over, so it follows at once
+    assert _node(sim, "db") == EKS[2]
+    assert _node(sim, "cache") == EKS[2]
+
+
+def test_self_affinity_lets_the_first_pod_of_a_group_schedule() -> None:
+    sim = _sim()
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOSTNAME}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    sim.store.create(_pod("web-0", affinity=affinity), actor="helm")
+    sim.run(until=1)
+    assert _node(sim, "web-0") == "kind-control-plane"
+
+
+def _spread(max_skew: int = 1) -> list[dict[str, Any]]:
+    return [
+        {
+            "maxSkew": max_skew,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+
+
+def test_topology_spread_do_not_schedule_with_two_zones_reachable() -> None:
+    sim = _sim("eks-gp3")
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": ZONE, "operator": "In", "values": ["us-east-1a", "us-east-1b"]}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+    # a replica already in 1a; nodes of 1c are not counted (nodeAffinityPolicy Honor)
+    sim.store.create(_pod("old", nodeName=EKS[0]), actor="helm")
+    sim.store.create(
+        _pod("new", topologySpreadConstraints=_spread(), affinity=affinity), actor="helm"
+    )
+    sim.run(until=1)
+    assert _node(sim, "new") == EKS[1]
+
+
+def test_topology_spread_missing_label_is_unresolvable() -> None:
+    sim = _sim()
+    spread = [{**_spread()[0], "topologyKey": "rack"}]
+    sim.store.create(_pod("p", topologySpreadConstraints=spread), actor="helm")
+    sim.run(until=1)
+    assert _failed(sim, "p") == [
+        (
+            0.1,
+            (
+                "0/1 nodes are available: 1 node(s) didn't match pod topology spread constraints "
+                "(missing required label). preemption: 0/1 nodes are available: 1 Preemption is not "
+                "helpful for scheduling."
+            ),
+        )
+    ]
+
+
+def _small(**extra: Any) -> Any:
+    node = {"name": "n1", "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "3"}, **extra}
+    return profile_from_mapping({"extends": "kind", "nodes": [node]}, source="test")
+
+
+def _requests(cpu: str, memory: str = "64Mi") -> list[dict[str, Any]]:
+    return [
+        {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+    ]
+
+
+def test_requests_against_allocatable_insufficient_and_unresolvable() -> None:
+    sim = _sim(_small())
+    sim.store.create(_pod("a", labels={"x": "a"}, containers=_requests("1500m")), actor="helm")
+    sim.store.create(_pod("b", labels={"x": "b"}, containers=_requests("1")), actor="helm")
+    sim.store.create(
+        _pod("huge", labels={"x": "c"}, containers=_requests("3", "8Gi")), actor="helm"
+    )
+    sim.run(until=1)
+    assert _node(sim, "a") == "n1"
+    assert _failed(sim, "b") == [
+        (
+            0.1,
+            (
+                "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+                "1 No preemption victims found for incoming pod."
+            ),
+        )
+    ]
+    # more than the node has at all: preemption cannot help
+    assert _failed(sim, "huge") == [
+        (
+            0.1,
+            (
+                "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory. preemption: 0/1 "
+                "nodes are available: 1 Preemption is not helpful for scheduling."
+            ),
+        )
+    ]
+    # the running pod finishes: its requests are freed and b is retried
+    pod = sim.store.get("Pod", "ns", "a")
+    assert pod is not None
+    sim.store.update_status(
+        "Pod", "ns", "a", {**pod["status"], "phase": "Succeeded"}, actor="kubelet"
+    )
+    sim.run(until=3)
+    assert _node(sim, "b") == "n1"
+
+
+def test_pod_count_limit_and_a_lower_priority_victim_is_not_preempted() -> None:
+    sim = _sim(_small())
+    for i in range(3):
+        sim.store.create(_pod(f"low-{i}", labels={"i": str(i)}, priority=0), actor="helm")
+    sim.store.create(_pod("high", labels={"i": "h"}, priority=1000), actor="helm")
+    sim.run(until=1)
+    assert _failed(sim, "high") == [(0.1, "0/1 nodes are available: 1 Too many pods.")]
+    assumed = [e.message for e in sim.trace.find(what="assumed") if e.obj == "Pod/ns/high"]
+    assert assumed and "does not model preemption" in assumed[0]
+
+
+def test_extended_resources_the_node_lacks_are_insufficient() -> None:
+    sim = _sim()
+    gpu = [{"name": "c", "image": "cuda:12", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+    sim.store.create(_pod("train", containers=gpu), actor="helm")
+    sim.run(until=1)
+    assert _failed(sim, "train")[0][1].startswith(
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    )
+
+
+def test_profile_without_allocatable_is_said_once() -> None:
+    bare = profile_from_mapping({"extends": "kind", "nodes": [{"name": "n1"}]}, source="bare")
+    sim = _sim(bare)
+    for i in range(2):
+        sim.store.create(
+            _pod(f"p{i}", labels={"i": str(i)}, containers=_requests("100")), actor="helm"
+        )
+    sim.run(until=1)
+    notes = [e.message for e in sim.trace.find(what="assumed")]
+    assert notes == [
+        (
+            "profile bare states no allocatable for n1: resource requests were not "
+            "checked against node capacity"
+        )
+    ]
+    assert _node(sim, "p0") == _node(sim, "p1") == "n1"
+
+
+def test_cordoned_node_and_filter_order_taints_first() -> None:
+    prof = profile_from_mapping(
+        {
+            "extends": "kind",
+            "nodes": [
+                {
+                    "name": "cp",
+                    "taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}],
+                },
+                {"name": "w1"},
+            ],
+        },
+        source="test",
+    )
+    sim = _sim(prof)
+    for node in prof.nodes:
+        meta = {"name": node.name, "labels": dict(node.labels)}
+        spec = {"taints": [t.model_dump() for t in node.taints]}
+        sim.store.create(
+            {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec}, actor="kubelet"
+        )
+    cordoned = sim.store.get("Node", None, "w1")
+    assert cordoned is not None
+    sim.store.update({**cordoned, "spec": {"unschedulable": True}}, actor="kubectl")
+    sim.store.create(_pod("p", nodeSelector={"disk": "ssd"}), actor="helm")
+    sim.run(until=1)
+    # cp fails TaintToleration before NodeAffinity; w1 fails NodeUnschedulable first
+    assert _failed(sim, "p") == [
+        (
+            0.1,
+            (
+                "0/2 nodes are available: 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) "
+                "were unschedulable. preemption: 0/2 nodes are available: 2 Preemption is not helpful "
+                "for scheduling."
+            ),
+        )
+    ]
+    # uncordoning and labelling it (a Node update) moves the pod again, and it fits
+    live = sim.store.get("Node", None, "w1")
+    assert live is not None
+    sim.store.update(
+        {
+            **live,
+            "spec": {},
+            "metadata": {**live["metadata"], "labels": {HOSTNAME: "w1", "disk": "ssd"}},
+        },
+        actor="kubectl",
+    )
+    sim.run(until=3)
+    assert _node(sim, "p") == "w1"
