@@ -17,6 +17,7 @@ def simulate_chart(
     profile: str | ClusterProfile = "kind",
     *,
     values: tuple[str, ...] = (),
+    sets: tuple[str, ...] = (),
     helmrelease: tuple[str, ...] = (),
     upgrade_from_values: tuple[str, ...] | None = None,
     **kw: Any,
@@ -26,7 +27,7 @@ def simulate_chart(
     releases = build_inputs(
         chart,
         values=[str(HERE / name / v) for v in values],
-        sets=[],
+        sets=list(sets),
         helmrelease=[str(HERE / name / h) for h in helmrelease],
         charts=[],
         release_name=None,

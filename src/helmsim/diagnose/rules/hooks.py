@@ -30,8 +30,6 @@ from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
 from helmsim.manifests import Resource
 
-_SIM_NOTE = " (helmsim's cluster admits the pod anyway, so the simulated outcome is optimistic)"
-
 
 def references(res: Resource) -> Iterator[str]:
     """``Kind/ns/name`` of the objects a workload's pods need to exist (non-optional ones)."""
@@ -169,8 +167,9 @@ def hook_references_release_object(run: ProfileRun) -> list[Candidate]:
                     )
                 msg = (
                     f"{hook.ref} ({start.data.get('event')} hook) uses {ref}, an ordinary resource of the same release that "
-                    "Helm creates only after the pre-* hooks: the hook's pod cannot start and the hook times out"
-                    + _SIM_NOTE
+                    "Helm creates only after the pre-* hooks: the hook's pod cannot start (the API server refuses "
+                    "it without its ServiceAccount; the kubelet keeps it ContainerCreating or in "
+                    "CreateContainerConfigError without its ConfigMap or Secret) and the hook times out"
                 )
                 fix = Fix(
                     f"make {ref} a hook too ({','.join(hook.hook.events)}, weight {hook.hook.weight - 1}) so it exists before {hook.ref}",
@@ -217,7 +216,6 @@ def same_weight_hooks_by_name(run: ProfileRun) -> list[Candidate]:
                 msg = (
                     f"{user.ref} and {dep.ref} are {'/'.join(sorted(shared))} hooks of weight {user.hook.weight}; Helm orders "
                     f"them by name, so {user.ref} is created before the {dep.kind} it uses"
-                    + _SIM_NOTE
                 )
                 fix = Fix(
                     f'give {dep.ref} a lower weight (helm.sh/hook-weight: "{dep.hook.weight - 1}")',
