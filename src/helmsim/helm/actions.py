@@ -17,7 +17,6 @@ from helmsim import kstatus
 from helmsim.cluster.admission import serves
 from helmsim.cluster.controllers.crd import CRD, crd_names
 from helmsim.cluster.engine import Simulation
-from helmsim.cluster.selectors import matches_selector
 from helmsim.cluster.store import ApiError, clone, merged_for_apply, spec_equal
 from helmsim.helm import build, immutable
 from helmsim.helm.order import hook_order, kind_groups, manifest_order
@@ -148,11 +147,7 @@ def live_status(sim: Simulation, res: Resource, reader: str) -> Result:
     pods: Sequence[dict[str, Any]] = ()
     if res.kind in ("ReplicaSet", "StatefulSet"):
         selector = (obj.get("spec") or {}).get("selector")
-        pods = [
-            p
-            for p in sim.store.list("Pod", res.namespace)
-            if selector and matches_selector(selector, (p.get("metadata") or {}).get("labels") or {})
-        ]
+        pods = sim.store.list("Pod", res.namespace, selector) if selector else []  # the label index
     return kstatus.read(obj, reader=reader, now=sim.datetime(), pods=pods)
 
 
