@@ -25,7 +25,7 @@ demo: $(STAMP)
 		--upgrade-from examples/seed1-migrate-race --upgrade-from-values examples/seed1-migrate-race/ci/previous-values.yaml
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 # Static checks over src/helmsim: mypy (configuration in pyproject.toml) with 0 errors and ruff clean.
 check: $(STAMP)
