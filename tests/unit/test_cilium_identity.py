@@ -81,3 +81,18 @@ def test_an_unlabelled_backend_is_still_a_remote_node() -> None:
     unlabelled = view(apiserver_unlabelled=frozenset({"10.0.1.20", "10.0.2.20", "10.0.3.20"}))
     assert evaluate(JOB, KubeApiServer("10.0.3.20"), [to_nodes], unlabelled, ALWAYS).allowed
     assert not evaluate(JOB, KubeApiServer("10.0.3.20"), [TO_API], unlabelled, ALWAYS).allowed
+
+
+def test_an_api_server_outside_the_cluster_is_world_with_the_kube_apiserver_label() -> None:
+    managed = ClusterView.default(
+        pods=(JOB,), nodes=(Node("worker-a", "10.0.1.100"), Node("kube-apiserver", "20.62.0.10", True, external=True))
+    )
+
+    def allowed(egress: list[dict[str, Any]]) -> bool:
+        return evaluate(JOB, KubeApiServer(), [cnp({"app.kubernetes.io/component": "migrate"}, egress)], managed, ALWAYS).allowed
+
+    assert allowed([{"toEntities": ["kube-apiserver"]}])
+    assert allowed([{"toEntities": ["world"]}])
+    assert allowed([{"toCIDR": ["20.62.0.10/32"]}])  # CIDR rules select peers without a cluster identity
+    assert not allowed([{"toEntities": ["cluster"]}])
+    assert not allowed([{"toEntities": ["remote-node"]}])

@@ -815,7 +815,9 @@ def build_view(sim: Any) -> ClusterView:
         # A managed control plane (EKS): the API server is not on a node; model its endpoints.
         nodes = [replace(n, control_plane=False) for n in nodes]
         for j, h in enumerate(hosts):
-            nodes.append(Node("kube-apiserver" if len(hosts) == 1 else f"kube-apiserver-{j}", h, True))
+            nodes.append(
+                Node("kube-apiserver" if len(hosts) == 1 else f"kube-apiserver-{j}", h, True, external=True)
+            )
     node0 = nodes[0].name if nodes else None
     pod_cidr = ipaddress.ip_network(str(getattr(addressing, "pod_cidr", "10.244.0.0/16")))
     dns_ports = (

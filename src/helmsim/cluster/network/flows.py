@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal
 
@@ -133,11 +133,24 @@ def node_peer(
     # pkg/k8s/watchers/endpoint.go addKubeAPIServerServiceEndpoints), and a remote node's IP then
     # resolves to identity 7 = kube-apiserver + remote-node (pkg/identity/numericidentity.go,
     # pkg/ipcache/metadata.go resolveIdentity). Without the label it is plain remote-node (6).
+    note = ", without the kube-apiserver identity label" if unlabelled else ""
+    if node.external:
+        # an endpoint of default/kubernetes that is no node (a managed control plane) resolves to
+        # a CIDR identity: world plus the kube-apiserver label (pkg/ipcache/metadata.go
+        # resolveIdentity), so toEntities [world] and toCIDR rules match it, cluster does not
+        ip = parse_ip(node.ip, where=f"API server endpoint {node.name}")
+        peer = world_peer(ip)
+        return replace(
+            peer,
+            label=f"{node.name} ({node.ip}{note})",
+            entities=peer.entities | ({"kube-apiserver"} if apiserver else set()),
+            is_apiserver=apiserver,
+            apiserver_unlabelled=unlabelled,
+        )
     local = source is not None and source.node is not None and source.node == node.name
     entities = {"host" if local else "remote-node", "cluster", "all"}
     if apiserver:
         entities.add("kube-apiserver")
-    note = ", without the kube-apiserver identity label" if unlabelled else ""
     return Peer(
         kind="node",
         ip=parse_ip(node.ip, where=f"node {node.name} ip"),

@@ -114,9 +114,13 @@ class Service:
 
 @dataclass(frozen=True)
 class Node:
+    """A node, or (``external``) an API server endpoint outside the cluster (a managed control
+    plane): an address in ``default/kubernetes`` that is no node."""
+
     name: str
     ip: str
     control_plane: bool = False
+    external: bool = False
 
 
 @dataclass(frozen=True, eq=False)
