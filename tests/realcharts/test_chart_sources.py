@@ -189,3 +189,20 @@ def test_v_prefixed_chart_versions() -> None:
         "HelmChart 'flux-system/apps-oci-bare' is not ready: chart pull error: failed to download chart for "
         "remote reference: failed to get 'oci://quay.io/jetstack/charts/certs:1.16.2': not found"
     )
+
+
+def test_sources_outside_the_input_are_said_once() -> None:
+    def notes(tree: str, *charts: str) -> list[str]:
+        releases = build_inputs(
+            str(HERE / tree), values=[], sets=[], helmrelease=[], charts=list(charts), release_name=None,
+            namespace="default", upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
+        )
+        return [n for r in releases for n in r.notes]
+
+    # flux-renamed holds no HelmRepository: its type (HTTP or OCI) is assumed, and said
+    assert notes("flux-renamed", f"weblog={WEBAPP}") == [
+        "HelmRelease apps/blog: HelmRepository flux-system/charts is not in the input: read as an HTTP "
+        "repository whose index holds webapp 1.4.0"
+    ]
+    # the HelmRepository is in flux/: nothing is assumed
+    assert notes("flux", f"webapp={WEBAPP}") == []

@@ -130,7 +130,8 @@ def resolve(
             chart = find_object(objects, "HelmChart", namespace, ref.name)
             spec = (chart or {}).get("spec")
             if not isinstance(spec, Mapping):
-                return Resolved(mapped)
+                gone = () if mapped is None else (f"HelmChart {namespace}/{ref.name} is not in the input: its chart is taken as given",)
+                return Resolved(mapped, notes=gone)
             src = _mapping(spec.get("sourceRef"))
             return _chart(
                 hr, mapped, objects, repository_root,
@@ -183,13 +184,19 @@ def _chart(
     repo = find_object(objects, "HelmRepository", namespace, source_name)
     repo_spec = (repo or {}).get("spec")
     repo_spec = repo_spec if isinstance(repo_spec, Mapping) else {}
+    notes: tuple[str, ...] = ()
+    if repo is None:
+        notes = (
+            f"HelmRelease {hr.ref}: HelmRepository {namespace}/{source_name} is not in the input: "
+            f"read as an HTTP repository whose index holds {meta.name} {meta.version}",
+        )
     if repo_spec.get("type") == "oci":
         message = _oci_pull(str(repo_spec.get("url") or ""), chart, version, meta)
     else:
         message = _index_lookup(chart, version, meta)
     if message is None:
-        return Resolved(mapped)
-    return Resolved(None, SourceFailure("HelmChart", namespace, name, message))
+        return Resolved(mapped, notes=notes)
+    return Resolved(None, SourceFailure("HelmChart", namespace, name, message), notes)
 
 
 def _index_lookup(chart: str, version: str, meta: ChartMeta) -> str | None:
@@ -287,8 +294,10 @@ def _oci_repository(mapped: str | None, repo: Mapping[str, Any] | None, namespac
     """``chartRef`` to an OCIRepository holding the local chart: the tag its ``spec.ref`` picks
     (ocirepository_controller.go getArtifactRef, getTagBySemver) and the check helm-controller
     makes of a semver tag against the chart's version (mutateChartWithSourceRevision)."""
-    if mapped is None or repo is None:
-        return Resolved(mapped)
+    if mapped is None:
+        return Resolved(None)
+    if repo is None:
+        return Resolved(mapped, notes=(f"OCIRepository {namespace}/{name} is not in the input: its chart is taken as given",))
     meta = chart_meta(mapped)
     spec = _mapping(repo.get("spec"))
     ref = _mapping(spec.get("ref"))
