@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -179,3 +180,28 @@ def test_the_config_file_is_not_a_scenario() -> None:
     from helmsim.scenario import discover
 
     assert discover([str(HERE)]) == []
+
+
+def test_a_modelled_operator_creates_what_the_pods_mount() -> None:
+    releases = build_inputs(
+        str(HERE / "flux"), values=[], sets=[], helmrelease=[], charts=[f"portal={PORTAL}"], release_name=None,
+        namespace="default", upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
+    )
+    releases = with_declared_crds(releases, load_config(HERE / ".helmsim.yaml").unmapped_releases)
+    releases = [
+        r if r.chart is None else dataclasses.replace(r, chart=dataclasses.replace(r.chart, values={"tls": {"mount": True}}))
+        for r in releases
+    ]
+    result = simulate(load_profile(str(HERE / "profiles" / "operators.yaml")), releases, horizon=1800.0)
+    assert {o.name: o for o in result.releases}["portal"].outcome == "Ready"
+    assert result.sim is not None
+    # the model's creates, its ${spec.secretName} read from the Certificate
+    secret = result.sim.store.get("Secret", "apps", "portal-tls")
+    assert secret is not None and secret["type"] == "kubernetes.io/tls"
+    # without a model nothing issues the Secret: the pod's volume never mounts (kubelet
+    # FailedMount), Helm's wait times out; the report names Certificate as not reconciled
+    result = simulate(load_profile("kind"), releases, horizon=1800.0)
+    portal = {o.name: o for o in result.releases}["portal"]
+    assert portal.outcome == "Stalled"
+    assert "timeout waiting for: [Deployment/apps/portal status: 'InProgress']" in portal.message
+    assert NOT_RECONCILED.format("Certificate") in result.notes

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -70,13 +71,49 @@ class OperatorController(Controller):
                 "conditions": [_condition(self.sim, "Ready", "True", "Succeeded", f"{label} (modelled)")]
             }
             final.setdefault("observedGeneration", generation)
-            self.sim.after(after, self._write, key, generation, final, f"{label} (modelled) wrote its status")
+            self.sim.after(after, self._write, key, generation, final, f"{label} (modelled) wrote its status", model)
 
-    def _write(self, key: tuple[str, str | None, str], generation: Any, status: dict[str, Any], message: str) -> None:
+    def _write(
+        self,
+        key: tuple[str, str | None, str],
+        generation: Any,
+        status: dict[str, Any],
+        message: str,
+        model: OperatorModel | None = None,
+    ) -> None:
         live = self.store.get(*key)
         if live is None or (live.get("metadata") or {}).get("generation") != generation:
             return  # deleted, or a newer generation took over
+        for template in model.creates if model is not None else ():
+            obj = _filled(template, live)
+            meta = obj.setdefault("metadata", {})
+            if key[1] and not meta.get("namespace"):
+                meta["namespace"] = key[1]
+            if self.store.get(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name"))) is None:
+                self.store.create(obj, actor=self.name)
         self.store.update_status(*key, status, actor=self.name, message=message)
+
+
+def _filled(value: Any, obj: Mapping[str, Any]) -> Any:
+    """``value`` with each ``${a.b}`` in its strings replaced by that field of ``obj`` (empty
+    when absent)."""
+    if isinstance(value, dict):
+        return {k: _filled(v, obj) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_filled(v, obj) for v in value]
+    if isinstance(value, str):
+        return _FIELD.sub(lambda m: str(_field(obj, m.group(1))), value)
+    return value
+
+
+def _field(obj: Mapping[str, Any], path: str) -> Any:
+    cur: Any = obj
+    for part in path.split("."):
+        cur = cur.get(part) if isinstance(cur, Mapping) else None
+    return "" if cur is None else cur
+
+
+_FIELD = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
 
 
 def _condition(sim: Simulation, type_: str, status: str, reason: str, message: str) -> dict[str, str]:

@@ -149,7 +149,8 @@ class OperatorModel(_Model):
     """How an operator helmsim does not run makes its custom resources Ready (``operators``):
     each created (or changed) resource of ``kinds`` reads ``Ready=False`` (reason
     ``Progressing``) until ``ready`` has passed, then ``Ready=True``, or ``status`` when given
-    (the resource's own conditions, read by kstatus). ``ready: never`` keeps it not Ready."""
+    (the resource's own conditions, read by kstatus), and ``creates`` exist. ``ready: never``
+    keeps it not Ready."""
 
     kinds: list[str] = Field(min_length=1)
     """``group/Kind`` (``monitoring.coreos.com/Prometheus``) or a bare ``Kind`` (any group)."""
@@ -157,6 +158,19 @@ class OperatorModel(_Model):
     """The operator, as reports name it (default: the first kind's)."""
     ready: float | str = 0.0
     status: dict[str, Any] | None = None
+    creates: list[dict[str, Any]] = Field(default_factory=list)
+    """Objects the operator creates when a resource gets Ready (e.g. cert-manager's Secret):
+    ``${spec.secretName}`` in a string is that field of the resource; the namespace defaults
+    to the resource's."""
+
+    @field_validator("creates")
+    @classmethod
+    def _creates(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for obj in v:
+            meta = obj.get("metadata")
+            if not obj.get("apiVersion") or not obj.get("kind") or not isinstance(meta, dict) or not meta.get("name"):
+                raise ValueError("each object needs apiVersion, kind and metadata.name")
+        return v
 
     @field_validator("kinds")
     @classmethod
