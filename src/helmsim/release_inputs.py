@@ -13,6 +13,7 @@ from helmsim import gitref
 from helmsim import render as rendering
 from helmsim.errors import InputError
 from helmsim.flux import inputs as flux_inputs
+from helmsim.flux import kustomization
 from helmsim.flux import sources
 from helmsim.inputs import load_release
 from helmsim.simulate import ChartSource, ReleaseInput, values_from_refs
@@ -70,6 +71,7 @@ def build_inputs(
         raise InputError("no HelmRelease found (and not a chart directory)", file=target)
     else:
         defaulted = False
+    units = _kustomizations(tree, root, target)
     out: list[ReleaseInput] = []
     for hr in hrs:
         path = chart_map.get(hr.chart_name) if hr.ref == main_ref else flux_inputs.chart_for(hr, chart_map)
@@ -90,6 +92,7 @@ def build_inputs(
                 source_failure=resolved.failure,
                 notes=resolved.notes,
                 tree_objects=tree.objects,
+                kustomizations=units,
             )
         )
     used = {r.hr.chart_name for r in out} | {r.hr.name for r in out} | {r.hr.ref for r in out}
@@ -119,6 +122,17 @@ def _meta_chart_tree(
     rendered = load_release(target, opts)
     tree = flux_inputs.flux_tree_from_files(list(rendered.files), namespace=namespace)
     return tree if tree.helmreleases else None
+
+
+def _kustomizations(
+    tree: flux_inputs.FluxTree, root: Callable[[], Path | None], target: str
+) -> tuple[kustomization.Unit, ...]:
+    """The tree's Kustomizations with what each applies; ``spec.path`` is read under the
+    repository root, else under the directory given."""
+    if not any(kustomization.is_kustomization(o) for o in tree.objects):
+        return ()
+    here = Path(target) if Path(target).is_dir() else Path(target).parent
+    return kustomization.load_units(tree, [p for p in (root(), here) if p is not None])
 
 
 def _root(explicit: str | None, target: str) -> Callable[[], Path | None]:

@@ -20,6 +20,7 @@ from helmsim.cluster.running import assumed_behaviours
 from helmsim.cluster.trace import Trace
 from helmsim.errors import InputError
 from helmsim.flux.helmrelease import DEPENDENCY_REQUEUE, HelmRelease
+from helmsim.flux import kustomization
 from helmsim.flux.impersonation import tenant_context
 from helmsim.flux.reconcile import REQUEUE_MAX, REQUEUE_MIN, Reconciler, ReleaseState, unready_dependency
 from helmsim.flux.sources import SOURCE_NOT_READY, SourceFailure
@@ -74,6 +75,8 @@ class ReleaseInput:
     declared_crds: tuple[Any, ...] = ()
     """CRDs (``helmsim.cluster.profile.CRD``) an unmapped release's chart installs, from
     ``.helmsim.yaml`` (:func:`with_declared_crds`); the profile's ``unmappedReleases`` add theirs."""
+    kustomizations: tuple[Any, ...] = ()
+    """The tree's Kustomizations (``helmsim.flux.kustomization.Unit``), shared by its releases."""
 
 
 @dataclass
@@ -129,6 +132,8 @@ class SimulationResult:
     notes: list[str] = field(default_factory=list)
     sim: Simulation | None = None
     """The finished simulation (store, trace), for programmatic inspection."""
+    kustomizations: list[Any] = field(default_factory=list)
+    """The Flux Kustomizations' outcomes (``helmsim.flux.kustomization.KustomizationOutcome``)."""
 
 
 # --- values --------------------------------------------------------------------------------------
@@ -417,14 +422,15 @@ def _simulate(
         notes += prev_notes
         notes.append(f"the change is applied at t={upgrade_start:g}s")
     known = frozenset(x.hr.ref for x in releases)
+    kc = kustomization.Controller.begin(sim, next((r.kustomizations for r in releases if r.kustomizations), ()), states)
     for r in releases:
         notes.extend(r.notes)
         if r.source_failure is not None:
-            sim.process(_source_not_ready(sim, r.hr, states, r.source_failure, known))
+            sim.process(kc.gate(r.hr.ref, _source_not_ready(sim, r.hr, states, r.source_failure, known)))
             continue
         if r.chart is None:
             crds = declared.get(r.hr.ref, ())
-            sim.process(_unmapped(sim, r.hr, states, unmapped_ready_after, crds))
+            sim.process(kc.gate(r.hr.ref, _unmapped(sim, r.hr, states, unmapped_ready_after, crds)))
             served = f"; its CRDs ({', '.join(dict.fromkeys(c.kind for c in crds))}) are served from then on" if crds else ""
             notes.append(
                 f"HelmRelease {r.hr.ref}: chart {r.hr.chart_name} is not mapped to a local chart "
@@ -434,12 +440,14 @@ def _simulate(
             continue
         chart = rendered[r.hr.ref]
         reconciler = Reconciler(
-            tenant_context(ctx, r.hr, profile, r.tree_objects), r.hr, _always(chart), states, known=known
+            tenant_context(ctx, r.hr, profile, kc.unowned(r.tree_objects)), r.hr, _always(chart), states, known=known
         )
-        sim.process(reconciler.run())
-    _run_until_settled(sim, releases, states, upgrade_start + horizon)
+        sim.process(kc.gate(r.hr.ref, reconciler.run()))
+    _run_until_settled(sim, releases, states, upgrade_start + horizon, kc)
     outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]
-    notes += assumed_behaviours(sim.trace)
+    for r, o in zip(releases, outcomes, strict=True):
+        kc.mark_not_applied(r.hr, o)
+    notes += kc.notes() + assumed_behaviours(sim.trace)
     objects = _object_statuses(sim, rendered.values())
     notes += unreconciled_notes(
         profile.kubernetes_version,
@@ -447,7 +455,9 @@ def _simulate(
         profile.operators,
         {(o["kind"], o["namespace"] or "", o["name"]): o["status"] for o in objects},
     )
-    return SimulationResult(profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes, sim)
+    return SimulationResult(
+        profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes, sim, kc.outcomes()
+    )
 
 
 def _always(chart: ChartRelease) -> Callable[[bool], ChartRelease]:
@@ -601,15 +611,20 @@ def _source_not_ready(
 
 
 def _run_until_settled(
-    sim: Simulation, releases: Sequence[ReleaseInput], states: dict[str, ReleaseState], until: float
+    sim: Simulation, releases: Sequence[ReleaseInput], states: dict[str, ReleaseState], until: float,
+    kc: kustomization.Controller | None = None,
 ) -> None:
     """Advance in steps until every release is Ready, or can no longer change: Stalled, its
-    chart source failing, or waiting on such a release."""
+    chart source failing, or waiting on such a release; and every Kustomization finished a
+    reconcile (a HelmRelease none applied then stays unapplied)."""
     step = 5.0
     by_ref = {r.hr.ref: r for r in releases}
     while sim.now < until:
         sim.run(until=min(until, sim.now + step))
-        if all(_settled(r.hr.ref, by_ref, states) for r in releases):
+        ks_done = kc is None or kc.settled()
+        if ks_done and all(
+            _settled(r.hr.ref, by_ref, states) or (kc is not None and kc.stays_unapplied(r.hr.ref)) for r in releases
+        ):
             return
         if not sim.env._queue:  # nothing left to happen
             return

@@ -20,6 +20,8 @@ class FluxTree:
 
     helmreleases: tuple[HelmRelease, ...]
     objects: tuple[Mapping[str, Any], ...]
+    sources: tuple[tuple[str, int], ...] = ()
+    """The file and line of each of ``objects`` (same order)."""
 
 
 def load_flux_tree(paths: Sequence[str]) -> FluxTree:
@@ -32,6 +34,7 @@ def flux_tree_from_files(files: Sequence[tuple[str, str]], *, namespace: str | N
     objects without a namespace get ``namespace`` when given."""
     hrs: list[HelmRelease] = []
     objects: list[Mapping[str, Any]] = []
+    sources: list[tuple[str, int]] = []
     for file, text in files:
         chunks = dict(enumerate(c for c, _ in yamlio.split_documents(text)))
         for doc in yamlio.load_documents(text, file):
@@ -51,12 +54,13 @@ def flux_tree_from_files(files: Sequence[tuple[str, str]], *, namespace: str | N
                     )
                 else:
                     objects.append(obj)
+                    sources.append((file, doc.line))
     seen: dict[str, HelmRelease] = {}
     for hr in hrs:
         if hr.ref in seen:
             raise InputError(f"HelmRelease {hr.ref} is defined twice", file=hr.source)
         seen[hr.ref] = hr
-    return FluxTree(tuple(hrs), tuple(objects))
+    return FluxTree(tuple(hrs), tuple(objects), tuple(sources))
 
 
 def parse_chart_map(items: Sequence[str]) -> dict[str, str]:

@@ -89,6 +89,8 @@ def to_json(result: SimulationResult, *, config: str | None = None) -> str:
         "timeline": [e.to_dict() for e in timeline(result)],
         "notes": list(result.notes),
     }
+    if result.kustomizations:
+        doc["kustomizations"] = [k.to_dict() for k in result.kustomizations]
     return dump_json(doc)
 
 
@@ -120,6 +122,15 @@ def render_text(
             _summary_message(o),
         )
     console.print(table)
+    if result.kustomizations:
+        ks_table = Table(box=None, pad_edge=False, header_style="bold")
+        for col in ("KUSTOMIZATION", "READY", "REASON", "MESSAGE"):
+            ks_table.add_column(col, overflow="fold")
+        for k in result.kustomizations:
+            style = "green" if k.ready == "True" else ("red" if k.ready == "False" else "cyan")
+            ks_table.add_row(f"{k.namespace}/{k.name}", Text(k.ready, style=style), k.reason, k.message)
+        console.print()
+        console.print(ks_table)
     for o in result.releases:
         if not o.simulated or not o.helm_status:
             continue
