@@ -28,6 +28,7 @@ from helmsim.scenario import (
     Fault,
     ImagePull,
     NodeLost,
+    ObjectChange,
     PolicyPropagation,
     Provisioner,
 )
@@ -274,6 +275,8 @@ class ScenarioFaults:
         for d in self._of(DnsProxy):
             until = "" if d.to is None else f" until t={d.to:g}s"
             sim.after(d.from_, self._log, "fault", f"Node/{d.node}", f"dnsProxy: the cilium DNS proxy on {d.node} is not ready{until}")
+        for change in self._of(ObjectChange):
+            sim.after(change.at, self._change_object, change)
         for g in self._of(AgentStall):
             until = "never recovers" if g.to is None else f"until t={g.to:g}s"
             sim.after(g.from_, self._log, "fault", f"Node/{g.node}", f"agentStall: the cilium agent on {g.node} imports no policy ({until})")
@@ -310,6 +313,32 @@ class ScenarioFaults:
 
         sim.store.availability = availability
 
+    def settle_after(self) -> float:
+        """The last time a fault changes an object: the run goes on past it (drift detection
+        sees the change at the next interval)."""
+        return max((c.at for c in self._of(ObjectChange)), default=0.0)
+
+    def _change_object(self, change: ObjectChange) -> None:
+        """Another manager edits or deletes a live object (drift for helm-controller)."""
+        from helmsim.cluster.store import clone
+
+        parts = change.object.split("/")
+        kind, ns, name = (parts[0], parts[1], parts[2]) if len(parts) == 3 else (parts[0], None, parts[1])
+        live = self.sim.store.get(kind, ns, name)
+        if live is None:
+            self._log("fault", change.object, f"objectChange: {change.object} does not exist at t={change.at:g}s")
+            return
+        if change.delete:
+            self._log("fault", change.object, f"objectChange: {change.manager} deletes {change.object}")
+            self.sim.store.delete(kind, ns, name, actor=change.manager)
+            return
+        new = clone(live)
+        for pointer, value in sorted(change.set.items()):
+            _set_pointer(new, pointer, value)
+        what = ", ".join(f"{p}={v!r}" for p, v in sorted(change.set.items()))
+        self._log("fault", change.object, f"objectChange: {change.manager} sets {what} on {change.object}")
+        self.sim.store.update(new, actor=change.manager)
+
     # a lost node: Kubelet.node_lost stops its pods, deletes the Node and lets PodGC collect them.
     def _node_lost(self, sim: Any, f: NodeLost) -> None:
         names = [n.name for n in sim.profile.nodes]
@@ -325,6 +354,22 @@ class ScenarioFaults:
         ev = self._log("fault", f"Node/{node}", f"nodeLost: node {node} is gone")
         for kubelet in (c for c in self.sim.controllers if isinstance(c, Kubelet)):
             kubelet.node_lost(node, cause=ev, instance_gone=True)
+
+
+def _set_pointer(doc: dict[str, Any], pointer: str, value: Any) -> None:
+    """Set the value at a JSON pointer, creating the maps on the way (list indexes must exist)."""
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    node: Any = doc
+    for part in parts[:-1]:
+        if isinstance(node, list):
+            node = node[int(part)]
+        else:
+            node = node.setdefault(part, {})
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
 
 
 __all__ = ["OUTAGE_ACTORS", "ScenarioFaults"]

@@ -289,6 +289,27 @@ class DnsProxy(_Model):
         return self
 
 
+class ObjectChange(_Model):
+    """At ``at``, another field manager (``manager``, e.g. someone's ``kubectl edit``) changes
+    the live ``object`` (``Kind/namespace/name``): ``set`` JSON pointers to values, or
+    ``delete`` it. What helm-controller's drift detection sees (docs/flux.md)."""
+
+    at: Seconds
+    object: str = Field(pattern=r"^[A-Za-z0-9]+/([^/]+/)?[^/]+$")
+    manager: str = "kubectl-edit"
+    set: dict[str, Any] = Field(default_factory=dict)
+    delete: bool = False
+
+    @model_validator(mode="after")
+    def _one_change(self) -> ObjectChange:
+        if self.delete == bool(self.set):
+            raise ValueError("objectChange: give either set or delete: true")
+        bad = next((p for p in self.set if not p.startswith("/")), None)
+        if bad is not None:
+            raise ValueError(f"objectChange: {bad!r} is not a JSON pointer (it starts with /)")
+        return self
+
+
 class Fault(_Model):
     """Exactly one fault."""
 
@@ -302,6 +323,7 @@ class Fault(_Model):
     apiserver_identity: ApiserverIdentity | None = None
     agent_stall: AgentStall | None = None
     dns_proxy: DnsProxy | None = None
+    object_change: ObjectChange | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Fault:
@@ -330,6 +352,7 @@ _FAULT_KEYS = (
     "apiserverIdentity",
     "agentStall",
     "dnsProxy",
+    "objectChange",
 )
 
 

@@ -443,7 +443,11 @@ def _simulate(
             tenant_context(ctx, r.hr, profile, kc.unowned(r.tree_objects)), r.hr, _always(chart), states, known=known
         )
         sim.process(kc.gate(r.hr.ref, reconciler.run()))
-    _run_until_settled(sim, releases, states, upgrade_start + horizon, kc)
+    hold = getattr(faults, "settle_after", lambda: 0.0)()
+    if hold:
+        # a fault changes the cluster after Ready: run until the next interval reconcile saw it
+        hold += max((r.hr.spec.interval for r in releases), default=0.0) + UNMAPPED_READY_AFTER
+    _run_until_settled(sim, releases, states, upgrade_start + horizon, kc, hold=min(hold, upgrade_start + horizon))
     outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]
     for r, o in zip(releases, outcomes, strict=True):
         kc.mark_not_applied(r.hr, o)
@@ -550,7 +554,7 @@ def _install_previous(
     procs = []
     for ref, chart in previous.items():
         hr = by_ref[ref].hr.model_copy(update={"spec": by_ref[ref].hr.spec.model_copy(update={"depends_on": ()})})
-        rec = Reconciler(ctx, hr, _always(chart), prev_states)
+        rec = Reconciler(ctx, hr, _always(chart), prev_states, intervals=False)
         procs.append(sim.process(rec.run()))
     sim.env.run(until=sim.env.any_of([sim.env.all_of(procs), sim.env.timeout(horizon)]))
     notes = []
@@ -613,6 +617,7 @@ def _source_not_ready(
 def _run_until_settled(
     sim: Simulation, releases: Sequence[ReleaseInput], states: dict[str, ReleaseState], until: float,
     kc: kustomization.Controller | None = None,
+    hold: float = 0.0,
 ) -> None:
     """Advance in steps until every release is Ready, or can no longer change: Stalled, its
     chart source failing, or waiting on such a release; and every Kustomization finished a
@@ -621,7 +626,7 @@ def _run_until_settled(
     by_ref = {r.hr.ref: r for r in releases}
     while sim.now < until:
         sim.run(until=min(until, sim.now + step))
-        ks_done = kc is None or kc.settled()
+        ks_done = (kc is None or kc.settled()) and sim.now >= hold
         if ks_done and all(
             _settled(r.hr.ref, by_ref, states) or (kc is not None and kc.stays_unapplied(r.hr.ref)) for r in releases
         ):

@@ -14,6 +14,7 @@ from typing import Any
 import simpy
 
 from helmsim.kube.gotime import go_duration
+from helmsim.flux import drift
 from helmsim.flux.helmrelease import DEPENDENCY_REQUEUE, HelmRelease
 from helmsim.helm import actions
 from helmsim.helm.actions import ActionOptions, ChartRelease, HelmContext
@@ -110,6 +111,9 @@ class Reconciler:
     target_revision_installed: bool = False
     known: frozenset[str] | None = None
     """HelmReleases that exist (``ns/name``); a dependency outside it is not found."""
+    intervals: bool = True
+    """After Ready, reconcile again every spec.interval (helmrelease_controller.go: RequeueAfter
+    the interval); False stops at the first Ready or Stalled."""
 
     @property
     def state(self) -> ReleaseState:
@@ -161,8 +165,14 @@ class Reconciler:
                 outcome = yield from self._reconcile_release()
             finally:
                 self.state.in_reconcile = False
-            if outcome == "done" or outcome == "stalled":
+            if outcome == "stalled" or (outcome == "done" and not self.intervals):
                 return outcome
+            if outcome == "done":
+                # helmrelease_controller.go: success requeues after spec.interval (the ±5%
+                # --interval-jitter-percentage is not applied: runs stay reproducible)
+                requeues = 0
+                yield sim.sleep(self.hr.spec.interval)
+                continue
             requeues += 1
             delay = min(REQUEUE_MAX, REQUEUE_MIN * 2 ** (requeues - 1))
             if outcome == "retry":
@@ -215,6 +225,10 @@ class Reconciler:
                 self._mark("Released", "False", "PendingRelease", f"Unlocked Helm release {last.id} with chart {last.chart}")
                 continue
             if state == "InSync":
+                assert last is not None  # InSync: a deployed release
+                if "drift" not in ran and (yield from drift.detect(self, last)):
+                    ran.add("drift")
+                    continue  # atomic_release.go: corrected; determine the state again
                 return "done"
             if state == "Untested":
                 assert last is not None  # Untested: the stored release was deployed
