@@ -104,3 +104,23 @@ def test_default_service_account_is_the_fallback() -> None:
     assert impersonated_user("team-a", "team-a", "flux-tenant").name == "system:serviceaccount:team-a:team-a"
     assert impersonated_user("", "apps", "flux-tenant").name == "system:serviceaccount:apps:flux-tenant"
     assert impersonated_user("", "apps", None) is None
+
+
+def test_missing_permissions_list_every_kind_helm_touches() -> None:
+    from helmsim.flux.impersonation import impersonated_user, missing_permissions, static_policy
+
+    releases = build_inputs(
+        str(HERE / "flux"), values=[], sets=[], helmrelease=[], charts=[f"operator={HERE / 'chart'}"],
+        release_name=None, namespace="default", upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
+    )
+    r = next(x for x in releases if x.hr.name == "cluster-wide")
+    user = impersonated_user("team-a", "team-a")
+    assert user is not None
+    objects = [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": k, "metadata": {}} for k in ("ClusterRole", "ClusterRoleBinding")
+    ] + [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"namespace": "team-a"}}]
+    missing = missing_permissions(static_policy(load_profile("kind"), r.tree_objects), user, objects, "team-a")
+    # everything in team-a is granted (cluster-admin by RoleBinding); nothing cluster-wide
+    assert {(a.verb, a.resource) for a in missing} == {
+        (v, res) for v in ("get", "create", "patch", "delete") for res in ("clusterroles", "clusterrolebindings")
+    }

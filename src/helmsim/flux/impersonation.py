@@ -151,6 +151,42 @@ class Tenant:
         )
 
 
+HELM_VERBS = ("get", "create", "patch", "delete")
+"""What Helm does to each object of a release: get it (adoption, the upgrade's GET, the waiter),
+apply it (patch, and create when new), delete it (hooks' before-hook-creation, objects leaving
+the chart, uninstall) (helm/helm pkg/action, pkg/kube/client.go)."""
+STORAGE_VERBS = ("list", "get", "create", "update", "delete")
+"""helm/helm pkg/storage/driver/secrets.go: query, read, create, update and prune releases."""
+
+
+def missing_permissions(
+    policy: rbac.Policy, user: User, objects: Sequence[Mapping[str, Any]], storage_namespace: str
+) -> list[Attributes]:
+    """The requests Helm makes for a release of ``objects`` that ``policy`` denies ``user``
+    (collections and names aside: one per verb, kind and namespace)."""
+    wanted: dict[tuple[str, str, str, str], None] = {}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        group = _group(obj)
+        resource = guess_plural(str(obj.get("kind") or ""))
+        for verb in HELM_VERBS:
+            wanted[(verb, group, resource, str(meta.get("namespace") or ""))] = None
+    for verb in STORAGE_VERBS:
+        wanted[(verb, "", "secrets", storage_namespace)] = None
+    out = []
+    for verb, group, resource, ns in wanted:
+        attrs = Attributes(verb, group, resource, ns)
+        if rbac.check(policy, user, attrs) is not None:
+            out.append(attrs)
+    return out
+
+
+def static_policy(profile: ClusterProfile, tree_objects: Sequence[Mapping[str, Any]]) -> Policy:
+    """The RBAC a tenant holds before any release: the API server's defaults, the profile's and
+    the tree's."""
+    return Policy([*rbac.bootstrap_objects(), *profile.rbac, *rbac_objects(tree_objects)])
+
+
 def tenant_context(ctx: HelmContext, hr: HelmRelease, profile: ClusterProfile, tree_objects: Sequence[Mapping[str, Any]] = ()) -> HelmContext:
     """``ctx`` acting as ``hr``'s impersonated account (unchanged when it has none): checked
     against the API server's default roles, the profile's ``rbac`` and the tree's RBAC objects."""
@@ -161,4 +197,13 @@ def tenant_context(ctx: HelmContext, hr: HelmRelease, profile: ClusterProfile, t
     return replace(ctx, tenant=Tenant(user, ctx.sim, hr.storage_namespace, static, hr.ref))
 
 
-__all__ = ["Tenant", "gvk_string", "impersonated_user", "rbac_objects", "ssa_failed", "tenant_context"]
+__all__ = [
+    "Tenant",
+    "gvk_string",
+    "impersonated_user",
+    "missing_permissions",
+    "rbac_objects",
+    "ssa_failed",
+    "static_policy",
+    "tenant_context",
+]

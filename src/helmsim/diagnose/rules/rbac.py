@@ -14,7 +14,23 @@ from __future__ import annotations
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
-from helmsim.kube.rbac import qualified_resource
+from helmsim.flux.impersonation import impersonated_user, missing_permissions, static_policy
+from helmsim.kube.rbac import Attributes, qualified_resource
+
+
+def _needed(run: ProfileRun, hr_ref: str) -> list[Attributes]:
+    """Every request of the release's objects the account is denied before any release (not
+    only the first Helm stopped at)."""
+    r = run.input(hr_ref)
+    user = impersonated_user(r.hr.spec.service_account_name or "", r.hr.namespace, run.profile.flux.default_service_account)
+    if user is None:
+        return []
+    chart = run.charts.get(hr_ref)
+    objects = [
+        {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"namespace": res.namespace or ""}}
+        for res in ((*chart.crds, *chart.resources) if chart else ())
+    ]
+    return missing_permissions(static_policy(run.profile, r.tree_objects), user, objects, r.hr.storage_namespace)
 
 
 def _what(data: dict[str, object]) -> str:
@@ -24,7 +40,7 @@ def _what(data: dict[str, object]) -> str:
     return f"{data.get('verb')} {resource} " + (f'in namespace "{ns}"' if ns else "at the cluster scope")
 
 
-def _fix(user: str, denied: list[dict[str, object]]) -> Fix:
+def _fix(user: str, denied: list[dict[str, object]], needed: list[Attributes] | None = None) -> Fix:
     account = user.removeprefix("system:serviceaccount:").replace(":", "/", 1)
     if any(d.get("escalation") for d in denied):
         return Fix(
@@ -32,18 +48,23 @@ def _fix(user: str, denied: list[dict[str, object]]) -> Fix:
             "permissions itself (a Role or ClusterRole bound to it), or the escalate/bind verbs on roles; or "
             "reconcile this HelmRelease as an account that holds them"
         )
-    cluster = [d for d in denied if not d.get("namespace")]
-    kinds = sorted({qualified_resource(str(d.get("group") or ""), str(d.get("resource") or "")) for d in denied})
+    lines: dict[tuple[str, str], list[str]] = {}
+    for a in needed or ():
+        where = f'in namespace "{a.namespace}"' if a.namespace else "at the cluster scope"
+        lines.setdefault((where, qualified_resource(a.group, a.resource)), []).append(a.verb)
+    if not lines:
+        for d in denied:
+            ns = str(d.get("namespace") or "")
+            where = f'in namespace "{ns}"' if ns else "at the cluster scope"
+            key = (where, qualified_resource(str(d.get("group") or ""), str(d.get("resource") or "")))
+            lines.setdefault(key, []).append(str(d.get("verb")))
+    grants = "; ".join(f"{', '.join(dict.fromkeys(v))} {res} {where}" for (where, res), v in sorted(lines.items()))
     holder = (
-        "in a ClusterRole bound to it by a ClusterRoleBinding" if cluster
-        else f'in a Role (or ClusterRole) bound to it by a RoleBinding in namespace "{denied[0].get("namespace")}"'
+        "a ClusterRole bound by a ClusterRoleBinding for what is at the cluster scope, a Role (or ClusterRole) bound "
+        "by a RoleBinding in its namespace for the rest"
     )
-    # helm/helm pkg/action, pkg/kube/client.go: Helm gets each object, applies it (patch, and
-    # create when new), deletes what leaves the release; the waiter gets what it waits on
-    return Fix(
-        f"grant ServiceAccount {account} get, list, watch, create, patch, update and delete on {', '.join(kinds)} "
-        f"{holder} (denied: {'; '.join(sorted({_what(d) for d in denied}))})"
-    )
+    # helmsim.flux.impersonation.HELM_VERBS: what Helm does to each object of the release
+    return Fix(f"grant ServiceAccount {account} what Helm needs and it lacks: {grants} ({holder})")
 
 
 @rule(
@@ -79,5 +100,5 @@ def tenant_rbac_forbidden(run: ProfileRun) -> list[Candidate]:
         if any(d.get("escalation") for d in denied):
             msg += " (or grant the RBAC the chart creates)"
         severity = Severity.warning if ready else Severity.error
-        out.append(Candidate("HS120", hr_ref, obj, severity, msg, chain, [_fix(user, denied)], run.variant))
+        out.append(Candidate("HS120", hr_ref, obj, severity, msg, chain, [_fix(user, denied, _needed(run, hr_ref))], run.variant))
     return out
