@@ -155,3 +155,20 @@ def test_health_check_of_a_missing_object_times_out(tmp_path: Path) -> None:
     ks = result.kustomizations[0]
     assert ks.message == "health check failed after 1m0s: timeout waiting for: [Deployment/apps/ghost status: 'NotFound']"
     assert result.releases[0].outcome == "Ready"
+
+
+def test_helmrelease_depends_on_helmreleases_only(tmp_path: Path) -> None:
+    # Flux's dependsOn is between objects of one kind: a HelmRelease naming a Kustomization
+    # looks for a HelmRelease of that name (helmrelease_controller.go checkDependencies)
+    dependent = HR.format(name="two").replace("spec: {interval: 10m,", "spec: {interval: 10m, dependsOn: [{name: a, namespace: flux-system}],")
+    result = _simulate_tree(tmp_path, {
+        "tree/ks.yaml": KS.format(name="a", spec="{interval: 1m, path: ./tree/a}"),
+        "tree/a/hr.yaml": HR.format(name="one"),
+        "tree/two.yaml": dependent,
+    }, horizon=120.0)
+    two = next(r for r in result.releases if r.name == "two")
+    assert two.outcome == "Blocked"
+    assert two.message == (
+        "unable to get 'flux-system/a' dependency: helmreleases.helm.toolkit.fluxcd.io \"a\" not found"
+    )
+    assert result.kustomizations[0].ready == "True"
