@@ -133,7 +133,9 @@ def stop_pool(pool: ProcessPoolExecutor, *, grace: float = 0.3) -> None:
         proc.join(grace)
         if proc.is_alive():
             proc.kill()
-            proc.join(grace)
+            # SIGKILL cannot be caught or ignored: the wait is the kernel's, not the task's, and
+            # a loaded machine can take longer than ``grace`` to reap the process
+            proc.join()
 
 
 def report() -> None:
