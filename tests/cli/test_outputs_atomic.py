@@ -28,7 +28,7 @@ runner = CliRunner()
 # (command line without --output, what a complete report holds)
 WRITERS = [
     (["simulate", str(CHART), "--format", "json"], '"releases"'),
-    (["simulate", str(CHART)], "Timeline"),
+    (["simulate", str(CHART)], "PASS 1 Ready of 1 HelmRelease under kind"),
     (["simulate", str(CHART), "--format", "html"], "</html>"),
     (["check", str(CHART), "-p", "kind", "--no-verify", "--format", "sarif"], '"version": "2.1.0"'),
     (["check", str(CHART), "-p", "kind", "--no-verify"], "PASS"),

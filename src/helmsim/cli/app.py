@@ -192,11 +192,18 @@ app = typer.Typer(
 # Not on a terminal (CI, pipes, tests): a fixed 160 columns keeps reports stable and unclipped,
 # unless COLUMNS says otherwise (Rich reads it). Both consoles redact secrets and escape control
 # characters in everything they print (helmsim.report.safe).
-console = SafeConsole(
-    soft_wrap=True,
-    width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160,
-)
+def _stdout_width() -> int | None:
+    return None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+
+
+console = SafeConsole(soft_wrap=True, width=_stdout_width())
 err_console = SafeConsole(stderr=True, soft_wrap=True)
+
+
+def report_console(*, no_color: bool = False) -> SafeConsole:
+    """A stdout console for one report, at the terminal's width (or ``COLUMNS``, else 160) as
+    it is now; ``--no-color`` drops colours as the ``NO_COLOR`` environment variable does."""
+    return SafeConsole(soft_wrap=True, width=_stdout_width(), no_color=no_color or None)
 
 
 def _version(value: bool) -> None:

@@ -10,7 +10,7 @@ import typer
 
 from helmsim import render as rendering
 from helmsim.cli import options
-from helmsim.cli.app import command, console, emit
+from helmsim.cli.app import command, emit, report_console
 from helmsim.release_inputs import build_inputs
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
@@ -155,6 +155,9 @@ def check_cmd(
     ] = 0,
     backend: options.Backend = "local",
     ray_address: options.RayAddress = None,
+    timeline: options.Timeline = False,
+    quiet: options.Quiet = False,
+    no_color: options.NoColor = False,
 ) -> None:
     """Simulate each profile of the matrix, report findings with their causal chains, and check the fixes.
 
@@ -234,10 +237,12 @@ def check_cmd(
         from io import StringIO
 
         buf = StringIO()
-        text_report.render_text(report, text_console(buf), fail_on=level)
+        text_report.render_text(report, text_console(buf), fail_on=level, timeline=timeline, quiet=quiet)
         emit(buf.getvalue(), output)
     else:
-        text_report.render_text(report, console, fail_on=level)
+        text_report.render_text(
+            report, report_console(no_color=no_color), fail_on=level, timeline=timeline, quiet=quiet
+        )
     if report.at_or_above(level):
         raise typer.Exit(1)
 

@@ -94,6 +94,15 @@ RayAddress = Annotated[
         metavar="auto|HOST:PORT|ray://HOST:10001",
     ),
 ]
+Timeline = Annotated[
+    bool,
+    typer.Option("--timeline", help="Also print the causal detail: each finding's chain, the Helm history and the trace timeline."),
+]
+Quiet = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="Print only the final summary line (and no progress); the exit code says the rest."),
+]
+NoColor = Annotated[bool, typer.Option("--no-color", help="No colours in the text report (as NO_COLOR=1).")]
 ReleaseName = Annotated[str, typer.Option("--release-name", help="Release name.", metavar="NAME")]
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Release namespace.")]
 KubeVersion = Annotated[

@@ -11,10 +11,10 @@ import typer
 from helmsim import montecarlo, taskpool
 from helmsim import render as rendering
 from helmsim.cli import options
-from helmsim.cli.app import command, console, emit
+from helmsim.cli.app import command, emit, report_console
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
-from helmsim.config import config_file, config_for, describe
+from helmsim.config import Config, config_file, config_for, describe
 from helmsim.errors import InputError
 from helmsim.release_inputs import build_inputs  # noqa: F401 - re-exported for callers
 from helmsim.report import simulate as report
@@ -23,13 +23,16 @@ from helmsim.simulate import (
     DEFAULT_HORIZON,
     UNMAPPED_READY_AFTER,
     ReleaseInput,
+    PreparedCharts,
     SimulationResult,
+    prepare_charts,
     simulate,
     with_catalog,
     with_declared_crds,
 )
 
 if TYPE_CHECKING:
+    from helmsim.diagnose.check import CheckReport
     from helmsim.report.html import Finding, OutcomeDistribution
 
 
@@ -99,7 +102,10 @@ def simulate_cmd(
     backend: options.Backend = "local",
     ray_address: options.RayAddress = None,
     fmt: Annotated[SimFormat, typer.Option("--format", help="Output format.")] = SimFormat.text,
-    full_timeline: Annotated[bool, typer.Option("--full-timeline", help="Print every trace event, not just the notable ones.")] = False,
+    timeline: options.Timeline = False,
+    full_timeline: Annotated[bool, typer.Option("--full-timeline", help="With the timeline, print every trace event, not just the notable ones (implies --timeline).")] = False,
+    quiet: options.Quiet = False,
+    no_color: options.NoColor = False,
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the report to this file instead of stdout.", metavar="FILE")] = None,
 ) -> None:
     """Simulate Helm and helm-controller on a cluster profile and predict each release's outcome.
@@ -128,37 +134,62 @@ def simulate_cmd(
         upgrade_from_set=upgrade_from_set or [],
         repository_root=repository_root,
     )
-    # .helmsim.yaml's behaviour catalog applies to simulate as to check (docs/behaviour.md)
+    # .helmsim.yaml's behaviour catalog (and its rule settings) apply to simulate as to check
+    # (docs/behaviour.md)
     cfg = config_for(target)
     releases = with_catalog(releases, cfg.catalog)
     releases = with_declared_crds(releases, cfg.unmapped_releases)
     if runs >= 2:
         _monte_carlo(prof, releases, runs, seed, options.backend(backend, ray_address), fmt, output, horizon, unmapped_ready_after, cfg.source)
         return
+    limit = _seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
+    charts = prepare_charts(prof, releases)
     result = simulate(
         prof,
         releases,
-        horizon=_seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True),
+        horizon=limit,
         seed=seed,
         sample_latencies=runs == 1,
         unmapped_ready_after=_seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
+        prepared=charts,
     )
+    failed = any(o.simulated and o.outcome != "Ready" for o in result.releases)
     if fmt is SimFormat.json:
         emit(report.to_json(result, config=cfg.source), output)
     elif fmt is SimFormat.html:
         from helmsim.report.html import render_html
 
         emit(render_html(result, config=describe(cfg.source)), output)
-    elif output:
-        import io
-
-        buf = io.StringIO()
-        report.render_text(result, text_console(buf), full_timeline=full_timeline, config=cfg.source)
-        emit(buf.getvalue(), output)
     else:
-        report.render_text(result, console, full_timeline=full_timeline, config=cfg.source)
-    if any(o.simulated and o.outcome != "Ready" for o in result.releases):
+        diagnosis = diagnose(prof, releases, result, charts, cfg, limit) if failed and not quiet else None
+        args = {"diagnosis": diagnosis, "timeline": timeline, "full_timeline": full_timeline, "quiet": quiet, "config": cfg.source}
+        if output and output != "-":
+            import io
+
+            buf = io.StringIO()
+            report.render_text(result, text_console(buf), **args)
+            emit(buf.getvalue(), output)
+        else:
+            report.render_text(result, report_console(no_color=no_color), **args)
+    if failed:
         raise typer.Exit(1)
+
+
+def diagnose(
+    prof: ClusterProfile,
+    releases: list[ReleaseInput],
+    result: SimulationResult,
+    charts: PreparedCharts,
+    cfg: Config,
+    horizon: float,
+) -> CheckReport:
+    """The rules ``helmsim check`` runs, on this very run, with the fixes re-simulated: the
+    cause and verified fixes simulate prints for a release that is not Ready."""
+    from helmsim.diagnose.check import CheckOptions, run_check
+    from helmsim.diagnose.context import ProfileRun
+
+    run = ProfileRun(prof, list(releases), result, charts[0], charts[1], "nominal")
+    return run_check(releases, [prof], config=cfg, options=CheckOptions(horizon=horizon), simulated={prof.name: run})
 
 
 def _monte_carlo(

@@ -13,7 +13,7 @@ probability, and a race that fails some sampled run becomes an error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from helmsim.cluster.profile import ClusterProfile
@@ -37,6 +37,7 @@ from helmsim.flux.helmrelease import HelmRelease
 from helmsim.simulate import DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome, SimulationResult
 
 IGNORE_ANNOTATION = "helmsim.dev/ignore"
+DEPENDENTS_RULE = "HS106"
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,33 @@ class CheckReport:
     def findings_for(self, release: str, profile: str) -> list[Finding]:
         return [f for f in self.findings if f.release == release and profile in f.profiles]
 
+    def cause_of(self, dependent: Finding) -> Finding | None:
+        """The root-cause finding a blocked dependent (HS106) is listed under: the worst finding
+        of a release that blocks it at the root; ``None`` when no finding explains the block."""
+        if not dependent.blocked_by:
+            return None
+        return next(
+            (
+                f
+                for f in self.findings
+                if f.rule != DEPENDENTS_RULE and f.release in dependent.blocked_by
+            ),
+            None,
+        )
+
+    def root_causes(self) -> list[tuple[Finding, list[Finding]]]:
+        """Findings grouped by root cause, worst first: each finding that is not explained by
+        another, with the blocked dependents (HS106) listed under it."""
+        groups: dict[int, list[Finding]] = {}
+        roots: list[Finding] = []
+        for f in self.findings:
+            cause = self.cause_of(f)
+            if cause is None:
+                roots.append(f)
+            else:
+                groups.setdefault(id(cause), []).append(f)
+        return [(f, groups.get(id(f), [])) for f in roots]
+
 
 def run_check(
     releases: Sequence[ReleaseInput],
@@ -84,8 +112,12 @@ def run_check(
     *,
     config: Config | None = None,
     options: CheckOptions | None = None,
+    simulated: Mapping[str, ProfileRun] | None = None,
 ) -> CheckReport:
-    """Simulate ``releases`` under each profile, run every rule, and verify the fixes."""
+    """Simulate ``releases`` under each profile, run every rule, and verify the fixes.
+
+    ``simulated`` holds nominal runs already made (by profile name), e.g. ``helmsim simulate``'s
+    own run: they are diagnosed as they are instead of being simulated again."""
     config = config or Config()
     options = options or CheckOptions()
     rules = [r for r in all_rules() if config.severity_for(r.id, r.slug) != "off"]
@@ -94,9 +126,10 @@ def run_check(
     rendered: list[Charts] = []
     notes: list[str] = []
     for profile in profiles:
-        charts = render_all(profile, releases)
+        given = (simulated or {}).get(profile.name)
+        charts = (given.charts, given.previous) if given else render_all(profile, releases)
         rendered.append(charts)
-        nominal = run_nominal(profile, releases, horizon=options.horizon, charts=charts)
+        nominal = given or run_nominal(profile, releases, horizon=options.horizon, charts=charts)
         runs[profile.name] = nominal
         found = _run_rules(rules, nominal)
         if (
@@ -243,6 +276,7 @@ def _merge(
             finding.occurrences.append(occ)
         elif occ.severity > finding.occurrences[same].severity:
             finding.occurrences[same] = occ
+        finding.blocked_by = sorted({*finding.blocked_by, *c.roots})
         for fx in c.fixes:
             if not any(
                 f.summary == fx.summary or (fx.key and f.key == fx.key) for f in finding.fixes

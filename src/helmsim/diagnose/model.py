@@ -146,6 +146,8 @@ class Finding:
     occurrences: list[Occurrence]
     fixes: list[Fix] = field(default_factory=list)
     suppressed: str | None = None
+    blocked_by: list[str] = field(default_factory=list)
+    """HS106: the releases whose own failure blocks this one (under any profile), sorted."""
 
     @property
     def severity(self) -> Severity:
@@ -182,6 +184,8 @@ class Finding:
             "occurrences": [o.to_dict() for o in self.occurrences],
             "fixes": [f.to_dict() for f in self.fixes],
         }
+        if self.blocked_by:
+            out["blockedBy"] = list(self.blocked_by)
         if self.suppressed is not None:
             out["suppressed"] = self.suppressed
         return out
@@ -199,3 +203,5 @@ class Candidate:
     chain: list[Step]
     fixes: list[Fix] = field(default_factory=list)
     variant: str = "nominal"
+    roots: tuple[str, ...] = ()
+    """HS106: the releases that block this one at the root (through other Blocked ones)."""

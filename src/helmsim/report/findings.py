@@ -20,20 +20,22 @@ from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Severity
 from helmsim.diagnose.sampling import SAMPLED, Sampling, pct
 from helmsim.montecarlo import Stat
-from helmsim.report.safe import dump_json
+from helmsim.report.safe import dump_json, safe_text
+from helmsim.report.verdict import (
+    OUTCOME_STYLE,
+    Row,
+    counted,
+    finding_head,
+    finding_rows,
+    labelled,
+    print_notes,
+    wrapped,
+)
 
 if TYPE_CHECKING:
     from helmsim.fleet.run import FleetReport
 
 SCHEMA_VERSION = 1
-_OUTCOME_STYLE = {
-    "Ready": "green",
-    "Failed": "red",
-    "Stalled": "red",
-    "Blocked": "yellow",
-    "Progressing": "yellow",
-}
-_SEVERITY_STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.note: "cyan"}
 
 
 # --- JSON ---------------------------------------------------------------------------------------------
@@ -140,7 +142,7 @@ def render_fleet_text(fleet: FleetReport, console: Console, *, fail_on: str) -> 
                 ref,
                 *(outcome_cell(report, ref, p) for p in fleet.profiles),
             )
-    console.print(table)
+    console.print(table, soft_wrap=False)
     console.print()
     for spec, report in fleet.rehearsals:
         if not (report.findings or report.sampling or report.suppressed or report.notes):
@@ -149,12 +151,12 @@ def render_fleet_text(fleet: FleetReport, console: Console, *, fail_on: str) -> 
         _render_body(report, console)
         _render_tail(report, console)
         console.print()
-    findings = [f for _, f in fleet.findings]
+    groups = [g for _, r in fleet.rehearsals for g in r.root_causes()]
     suppressed = [f for _, r in fleet.rehearsals for f in r.suppressed]
     failing = {spec.key for spec, _ in fleet.at_or_above(fail_on)}
     verdict = Text("FAIL" if failing else "PASS", style="bold red" if failing else "bold green")
     where = f" in {len(failing)} of {n} rehearsals" if failing else ""
-    console.print(Text.assemble(verdict, f" {_counts(findings, suppressed)}{where} (fail on: {fail_on})"))
+    wrapped(console, Text.assemble(verdict, f" {_counts(groups, suppressed)}{where} (fail on: {fail_on})"))
 
 
 def finding_dict(f: Finding, sampling: Sampling | None) -> dict[str, Any]:
@@ -177,28 +179,78 @@ def to_json(report: CheckReport, *, fail_on: str) -> str:
 
 
 # --- text ---------------------------------------------------------------------------------------------
-def render_text(report: CheckReport, console: Console, *, fail_on: str) -> None:
-    """Summary table (release × profile: outcome and rule ids), the sampled distributions
-    (``--runs``), then every finding; the first line names the config file in effect."""
-    console.print(describe(report.config), markup=False)
-    table = _table("HELMRELEASE", report.profiles)
-    for ref in sorted(report.releases):
-        table.add_row(ref, *(outcome_cell(report, ref, p) for p in report.profiles))
-    console.print(table)
-    console.print()
-    _render_body(report, console)
+def render_text(
+    report: CheckReport,
+    console: Console,
+    *,
+    fail_on: str,
+    timeline: bool = False,
+    quiet: bool = False,
+) -> None:
+    """The config file in effect, the release × profile summary, the sampled distributions
+    (``--runs``), each root cause (cause, fix, its verification, the releases it blocks; with
+    ``timeline`` its causal chain), the notes, and the verdict line last. ``quiet``: the
+    verdict line alone."""
+    if not quiet:
+        wrapped(console, describe(report.config))
+        summary_table(report, console)
+        console.print()
+        _render_body(report, console, timeline=timeline)
+        _render_tail(report, console)
+    wrapped(console, verdict_line(report, fail_on=fail_on))
+
+
+def verdict_line(report: CheckReport, *, fail_on: str) -> Text:
+    """``FAIL 1 error (4 releases blocked by it) (fail on: error)`` or ``PASS …``."""
     failing = report.at_or_above(fail_on)
     verdict = Text("FAIL" if failing else "PASS", style="bold red" if failing else "bold green")
-    console.print(Text.assemble(verdict, f" {_counts(report.findings, report.suppressed)} (fail on: {fail_on})"))
-    _render_tail(report, console)
+    return Text.assemble(verdict, f" {_counts(report.root_causes(), report.suppressed)} (fail on: {fail_on})")
+
+
+def summary_table(report: CheckReport, console: Console) -> None:
+    """Release × profile: a table when it fits the console, else one line per release with
+    its profiles grouped by outcome. Release names are never cut."""
+    refs = sorted(report.releases)
+    cells = {(ref, p): outcome_cell(report, ref, p) for ref in refs for p in report.profiles}
+    table = _table("HELMRELEASE", report.profiles)
+    for ref in refs:
+        table.add_row(ref, *(cells[(ref, p)] for p in report.profiles))
+    if _natural_width(table, console) <= console.width:
+        console.print(table, soft_wrap=False)
+        return
+    pad = max(len(r) for r in refs) if refs else 0
+    pad = pad if pad <= console.width // 2 else 0  # aligned while the names leave room
+    for ref in refs:
+        groups: dict[str, list[str]] = {}
+        styled: dict[str, Text | str] = {}
+        for p in report.profiles:
+            cell = cells[(ref, p)]
+            key = cell.plain if isinstance(cell, Text) else cell
+            groups.setdefault(key, []).append(p)
+            styled[key] = cell
+        line = Text(safe_text(f"{ref:<{pad}}  "), style="bold")
+        for i, (key, profiles) in enumerate(groups.items()):
+            if i:
+                line.append("; ")
+            line.append_text(styled[key] if isinstance(styled[key], Text) else Text(safe_text(key)))
+            under = "every profile" if len(groups) == 1 and len(profiles) > 1 else ", ".join(profiles)
+            line.append(f" ({under})")
+        wrapped(console, line)
+
+
+def _natural_width(table: Table, console: Console) -> int:
+    from rich.measure import Measurement
+
+    wide = console.options.update_width(10_000)
+    return Measurement.get(console, wide, table).maximum
 
 
 def _table(first: str, profiles: Sequence[str], *, lead: Sequence[str] = ()) -> Table:
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     for column in (*lead, first):
-        table.add_column(column)
+        table.add_column(column, no_wrap=True)
     for p in profiles:
-        table.add_column(p.upper())
+        table.add_column(p.upper(), no_wrap=True)
     return table
 
 
@@ -207,7 +259,7 @@ def outcome_cell(report: CheckReport, ref: str, profile: str) -> Text | str:
     o = report.outcomes.get((ref, profile))
     if o is None:
         return "-"
-    cell = Text(o.outcome, style=_OUTCOME_STYLE.get(o.outcome, ""))
+    cell = Text(o.outcome, style=OUTCOME_STYLE.get(o.outcome, ""))
     if not o.simulated and o.outcome == "Ready":
         cell = Text("Ready (not simulated)", style="dim")
     dist = report.sampling.distribution(ref, profile) if report.sampling is not None else None
@@ -219,86 +271,74 @@ def outcome_cell(report: CheckReport, ref: str, profile: str) -> Text | str:
     return cell
 
 
-def _render_body(report: CheckReport, console: Console) -> None:
-    """The sampled distributions (``--runs``) and every finding."""
+def _render_body(report: CheckReport, console: Console, *, timeline: bool = False) -> None:
+    """The sampled distributions (``--runs``) and every root cause with what it blocks."""
     if report.sampling is not None:
         for line in sampling_lines(report.sampling):
             console.print(line, markup=False, highlight=False)
         console.print()
     if not report.findings:
         console.print("No findings.", style="green")
-    for f in report.findings:
-        _render_finding(f, console)
+    for f, dependents in report.root_causes():
+        render_finding(f, dependents, console, profiles=report.profiles, timeline=timeline)
 
 
 def _render_tail(report: CheckReport, console: Console) -> None:
     for s in report.suppressed:
-        console.print(
-            f"  suppressed {s.rule} {s.location.obj}: {s.suppressed}", style="dim", markup=False
-        )
-    for note in report.notes:
-        console.print(f"note: {note}", style="dim", markup=False)
+        wrapped(console, f"suppressed {s.rule} {s.location.obj}: {s.suppressed}", style="dim")
+    print_notes(console, report.notes)
 
 
-def _counts(findings: Sequence[Finding], suppressed: Sequence[Finding]) -> str:
-    """``2 errors, 1 warning; 1 suppressed`` (or ``no findings``)."""
-    counts = {
-        s: sum(1 for f in findings if f.severity == s)
-        for s in (Severity.error, Severity.warning, Severity.note)
-    }
-    summary = (
-        ", ".join(f"{n} {s.name}{'s' if n != 1 else ''}" for s, n in counts.items() if n)
-        or "no findings"
-    )
+def _counts(groups: Sequence[tuple[Finding, list[Finding]]], suppressed: Sequence[Finding]) -> str:
+    """``1 error (4 releases blocked by it), 1 warning; 1 suppressed`` (or ``no findings``):
+    root causes by severity, the dependents they block counted beside them."""
+    parts = []
+    for s in (Severity.error, Severity.warning, Severity.note):
+        mine = [(f, d) for f, d in groups if f.severity == s]
+        if not mine:
+            continue
+        blocked = {x.release for _, deps in mine for x in deps}
+        part = counted(len(mine), s.name)
+        if blocked:
+            part += f" ({counted(len(blocked), 'release')} blocked by {'it' if len(mine) == 1 else 'them'})"
+        parts.append(part)
+    summary = ", ".join(parts) or "no findings"
     if suppressed:
         summary += f"; {len(suppressed)} suppressed"
     return summary
 
 
-def _render_finding(f: Finding, console: Console) -> None:
-    head = Text.assemble(
-        (f"{f.rule} ", "bold"),
-        (f"{f.slug} ", ""),
-        (f.severity.name, _SEVERITY_STYLE[f.severity]),
-        f"  {f.release}",
-    )
-    console.print(head)
-    console.print(
-        f"  object: {f.location.obj} ({f.location.file}:{f.location.line})",
-        markup=False,
-        highlight=False,
-    )
-    profiles = ", ".join(
-        f"{o.profile} ({o.severity.name}, {o.outcome}{variant_note(o.variant)})"
-        for o in f.occurrences
-    )
-    console.print(f"  profiles: {profiles}", markup=False)
-    console.print(f"  {f.message}", markup=False)
+def render_finding(
+    f: Finding,
+    dependents: Sequence[Finding],
+    console: Console,
+    *,
+    profiles: Sequence[str] | None,
+    timeline: bool = False,
+) -> None:
+    """One root cause: its head, object, cause, fixes with their verification, the blocked
+    dependents; with ``timeline`` the causal chain (up to two distinct ones)."""
+    wrapped(console, finding_head(f))
+    rows = finding_rows(f, dependents, profiles=profiles, rule_id=False)
+    if timeline:
+        rows += _chain_rows(f)
+    labelled(console, rows)
+    console.print()
+
+
+def _chain_rows(f: Finding) -> list[Row]:
+    rows: list[Row] = []
     shown: set[str] = set()
     for o in sorted(f.occurrences, key=lambda o: -int(o.severity)):
         text = " — ".join(str(s) for s in o.chain)
         if text in shown or not o.chain:
             continue
         shown.add(text)
-        console.print(f"  chain ({o.profile}{variant_note(o.variant)}):", markup=False)
-        for s in o.chain:
-            console.print(f"    {s}", markup=False)
+        rows.append(Row("chain", f"({o.profile}{variant_note(o.variant)})"))
+        rows += [Row("", str(s)) for s in o.chain]
         if len(shown) >= 2:
             break
-    for fx in f.fixes:
-        console.print(f"  fix: {fx.summary}", markup=False)
-        if fx.checks:
-            good = [c.profile for c in fx.checks if c.converges]
-            bad = [c for c in fx.checks if not c.converges]
-            line = "    re-simulated: "
-            if good:
-                line += "converges under " + ", ".join(good)
-            if bad:
-                line += ("; " if good else "") + "; ".join(
-                    f"not under {c.profile} ({c.detail})" for c in bad
-                )
-            console.print(line, markup=False, style="green" if not bad else "yellow")
-    console.print()
+    return rows
 
 
 def sampling_lines(sampling: Sampling) -> list[str]:

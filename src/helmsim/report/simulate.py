@@ -1,4 +1,5 @@
-"""Report a simulation: a summary per release, Helm history, and a readable timeline.
+"""Report a simulation: a verdict per release with its cause and fix; with ``--timeline`` the
+Helm history and a readable timeline.
 
 Text via Rich; JSON with the schema in docs/simulate.md. Both are deterministic for the same
 inputs and seed.
@@ -7,7 +8,7 @@ inputs and seed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,7 +17,11 @@ from rich.text import Text
 from helmsim.cluster.trace import TraceEvent
 from helmsim.config import config_file, describe
 from helmsim.report.safe import dump_json, safe_text
+from helmsim.report.verdict import OUTCOME_STYLE, Row, counted, finding_rows, labelled, print_notes, wrapped
 from helmsim.simulate import ReleaseOutcome, SimulationResult
+
+if TYPE_CHECKING:
+    from helmsim.diagnose.check import CheckReport
 
 # What a reader needs to follow a rollout: release actions and waits, conditions, hooks, pods
 # failing or being denied, policies taking effect, claims waiting, Warning events.
@@ -33,7 +38,7 @@ _NOTABLE_REASONS = {
 }
 
 
-def timeline(result: SimulationResult) -> list[TraceEvent]:
+def timeline_events(result: SimulationResult) -> list[TraceEvent]:
     """The trace events worth reading, repeated ones (e.g. WaitForFirstConsumer) kept once."""
     out: list[TraceEvent] = []
     seen_repeats: set[tuple[str, str]] = set()
@@ -86,7 +91,7 @@ def to_json(result: SimulationResult, *, config: str | None = None) -> str:
             {**o.to_dict(), "summary": _summary_message(o)} for o in result.releases
         ],
         "objects": result.objects,
-        "timeline": [e.to_dict() for e in timeline(result)],
+        "timeline": [e.to_dict() for e in timeline_events(result)],
         "notes": list(result.notes),
     }
     if result.kustomizations:
@@ -94,73 +99,112 @@ def to_json(result: SimulationResult, *, config: str | None = None) -> str:
     return dump_json(doc)
 
 
-_STYLE = {"Ready": "green", "Stalled": "bold red", "Failed": "red", "Blocked": "yellow", "Progressing": "cyan"}
-
-
 def render_text(
-    result: SimulationResult, console: Console, *, full_timeline: bool = False, config: str | None = None
+    result: SimulationResult,
+    console: Console,
+    *,
+    diagnosis: CheckReport | None = None,
+    timeline: bool = False,
+    full_timeline: bool = False,
+    quiet: bool = False,
+    config: str | None = None,
 ) -> None:
-    """Summary table, Helm history per simulated release, then the timeline; the second line
-    names the config file in effect."""
-    console.print(
-        Text(
-            f"Profile {result.profile} · simulated until t={result.end_time:g}s"
-            + (f" (upgrade from t={result.upgrade_start:g}s)" if result.upgrade_start else ""),
-            style="bold",
-        )
-    )
-    console.print(describe(config), markup=False)
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("HELMRELEASE", "OUTCOME", "ATTEMPTS", "READY", "MESSAGE"):
-        table.add_column(col, overflow="fold")
-    for o in result.releases:
-        table.add_row(
-            f"{o.namespace}/{o.name}",
-            Text(o.outcome + ("" if o.simulated else " (not simulated)"), style=_STYLE.get(o.outcome, "")),
-            str(o.attempts) if o.simulated else "-",
-            o.ready,
-            _summary_message(o),
-        )
-    console.print(table)
-    if result.kustomizations:
-        ks_table = Table(box=None, pad_edge=False, header_style="bold")
-        for col in ("KUSTOMIZATION", "READY", "REASON", "MESSAGE"):
-            ks_table.add_column(col, overflow="fold")
-        for k in result.kustomizations:
-            style = "green" if k.ready == "True" else ("red" if k.ready == "False" else "cyan")
-            ks_table.add_row(f"{k.namespace}/{k.name}", Text(k.ready, style=style), k.reason, k.message)
+    """Per release its verdict and Flux's message; for one that is not Ready the root cause,
+    the fix and its re-simulation from ``diagnosis`` (the rules ``check`` runs, on this very
+    run) and the releases it blocks; notes; then one summary line. The second line names the
+    config file in effect. ``timeline``: also the Helm history and the notable trace events
+    (``full_timeline``: every event). ``quiet``: the summary line alone."""
+    if not quiet:
+        upgrade = f" (upgrade from t={result.upgrade_start:g}s)" if result.upgrade_start else ""
+        wrapped(console, f"Profile {result.profile} · simulated until t={result.end_time:g}s{upgrade}", style="bold")
+        wrapped(console, describe(config))
         console.print()
-        console.print(ks_table)
+        _render_releases(result, diagnosis, console)
+        if timeline or full_timeline:
+            _render_history(result, console)
+            console.print(Text("Timeline", style="bold"))
+            _print_events(list(result.trace) if full_timeline else timeline_events(result), console)
+            console.print()
+        print_notes(console, result.notes)
+    wrapped(console, summary_line(result))
+
+
+def _render_releases(result: SimulationResult, diagnosis: CheckReport | None, console: Console) -> None:
+    groups = diagnosis.root_causes() if diagnosis is not None else []
+    listed = {d.release for _, deps in groups for d in deps}
+    for o in result.releases:
+        ref = f"{o.namespace}/{o.name}"
+        if ref in listed:
+            continue  # shown under the root cause that blocks it
+        head = Text.assemble((safe_text(ref), "bold"), "  ", (_verdict(o), OUTCOME_STYLE.get(o.outcome, "")))
+        wrapped(console, head)
+        rows = [] if o.outcome == "Ready" else [Row("flux", _summary_message(o))]
+        for f, deps in groups:
+            if f.release == ref:
+                rows += finding_rows(f, deps)
+        labelled(console, rows)
+    for k in result.kustomizations:
+        style = "green" if k.ready == "True" else ("red" if k.ready == "False" else "cyan")
+        head = Text.assemble(
+            ("Kustomization ", "bold"), (safe_text(f"{k.namespace}/{k.name}"), "bold"), "  ",
+            (f"Ready={k.ready}" + (f" {k.reason}" if k.reason else ""), style),
+        )
+        wrapped(console, head)
+        labelled(console, [Row("flux", k.message)] if k.message else [])
+    console.print()
+
+
+def _verdict(o: ReleaseOutcome) -> str:
+    if not o.simulated:
+        return f"{o.outcome} (not simulated)"
+    attempts = f" after {counted(o.attempts, 'attempt')}" if o.attempts > 1 else ""
+    at = f" at t={o.ready_at:g}s" if o.outcome == "Ready" and o.ready_at is not None else ""
+    return f"{o.outcome}{attempts}{at}"
+
+
+def summary_line(result: SimulationResult) -> Text:
+    """``FAIL 1 Stalled, 4 Blocked, 1 Ready of 6 HelmReleases under kind (5 not simulated)``:
+    FAIL exactly when ``simulate`` exits 1 (a simulated release is not Ready)."""
+    failed = any(o.simulated and o.outcome != "Ready" for o in result.releases)
+    counts: dict[str, int] = {}
+    for o in result.releases:
+        counts[o.outcome] = counts.get(o.outcome, 0) + 1
+    rank = {k: i for i, k in enumerate(("Stalled", "Failed", "Progressing", "Blocked", "Ready"))}
+    text = ", ".join(f"{counts[k]} {k}" for k in sorted(counts, key=lambda k: (rank.get(k, 2), k)))
+    n = len(result.releases)
+    guessed = sum(1 for o in result.releases if not o.simulated)
+    return Text.assemble(
+        ("FAIL" if failed else "PASS", "bold red" if failed else "bold green"),
+        f" {text} of {counted(n, 'HelmRelease')} under {safe_text(result.profile)}",
+        f" ({guessed} not simulated)" if guessed else "",
+    )
+
+
+def _render_history(result: SimulationResult, console: Console) -> None:
     for o in result.releases:
         if not o.simulated or not o.helm_status:
             continue
-        console.print()
         console.print(Text(f"Helm history of {o.target_namespace}/{o.release_name}", style="bold"))
         hist = Table(box=None, pad_edge=False, header_style="bold")
         for col in ("REVISION", "STATUS", "CHART", "DESCRIPTION"):
-            hist.add_column(col, overflow="fold")
+            hist.add_column(col, overflow="fold", no_wrap=col != "DESCRIPTION")
         for h in o.helm_status:
             hist.add_row(str(h["revision"]), h["status"], h["chart"], h["description"])
-        console.print(hist)
-    console.print()
-    console.print(Text("Timeline", style="bold"))
-    events = list(result.trace) if full_timeline else timeline(result)
-    _print_events(events, console)
-    for note in result.notes:
-        console.print(Text(f"note: {note}", style="yellow"))
+        console.print(hist, soft_wrap=False)
+        console.print()
 
 
 def _print_events(events: Iterable[TraceEvent], console: Console) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("TIME", "ACTOR", "OBJECT", "WHAT"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="fold", no_wrap=col == "TIME")
     for ev in events:
         what = ev.message
         if ev.what == "event":
             what = f"{ev.data.get('type', 'Normal')} {ev.data.get('reason', '')}: {ev.message}"
         style = "red" if ev.what in ("connect-denied", "connect-timeout", "apply-error", "hook-failed", "stalled") or ev.data.get("type") == "Warning" else ""
         table.add_row(f"t={ev.time:.2f}s", ev.actor, ev.obj, Text(safe_text(what), style=style))
-    console.print(table)
+    console.print(table, soft_wrap=False)
 
 
 def outcome_dicts(result: SimulationResult) -> list[dict[str, Any]]:

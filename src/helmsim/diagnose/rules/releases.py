@@ -96,9 +96,31 @@ def dependents_blocked(run: ProfileRun) -> list[Candidate]:
                     )
                 ],
                 run.variant,
+                roots=blocking_roots(run, hr_ref),
             )
         )
     return out
+
+
+def blocking_roots(run: ProfileRun, hr_ref: str) -> tuple[str, ...]:
+    """The releases that block ``hr_ref`` at the root: following ``dependsOn`` through Blocked
+    releases to the ones that are not Ready for a reason of their own (sorted)."""
+    outcomes = {f"{o.namespace}/{o.name}": o for o in run.result.releases}
+    roots: set[str] = set()
+    seen = {hr_ref}
+    todo = [hr_ref]
+    while todo:
+        ref = todo.pop()
+        for dep in run.input(ref).hr.dependencies():
+            o = outcomes.get(dep)
+            if o is None or o.outcome == "Ready" or dep in seen:
+                continue
+            seen.add(dep)
+            if o.outcome == "Blocked":
+                todo.append(dep)
+            else:
+                roots.add(dep)
+    return tuple(sorted(roots))
 
 
 @rule(

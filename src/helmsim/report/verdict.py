@@ -1,0 +1,162 @@
+"""The compact text both ``simulate`` and ``check`` print: per root cause its one-line cause,
+the fix and how its re-simulation went, the releases it blocks; then notes, then one summary line.
+
+Lines wrap at the console's width on word boundaries with a hanging indent (:func:`labelled`),
+so an object or release name is never cut: a name longer than the line is folded, never
+shortened. Every string goes through :func:`helmsim.report.safe.safe_text` before it becomes a
+Rich ``Text`` (which would silently drop a BEL instead of showing it escaped).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.text import Text
+
+from helmsim.diagnose.model import Finding, Fix, Severity
+from helmsim.report.safe import safe_text
+
+OUTCOME_STYLE = {
+    "Ready": "green",
+    "Failed": "red",
+    "Stalled": "bold red",
+    "Blocked": "yellow",
+    "Progressing": "yellow",
+}
+SEVERITY_STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.note: "cyan"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One labelled line of a block: ``label`` in the margin, ``text`` wrapped beside it."""
+
+    label: str
+    text: str | Text
+    style: str = ""
+
+
+def labelled(console: Console, rows: Iterable[Row], *, indent: int = 2) -> None:
+    """Print ``rows`` as ``label  text`` with the text wrapped at the console width under
+    itself (a hanging indent); a word is folded only when longer than the whole line."""
+    rows = list(rows)
+    margin = indent + max((len(r.label) for r in rows), default=0) + 1
+    for r in rows:
+        text = Text(safe_text(r.text), style=r.style) if isinstance(r.text, str) else r.text
+        lead = Text(" " * indent) + Text(r.label, style="bold") + " " * (margin - indent - len(r.label))
+        hanging(console, lead, text, margin)
+
+
+def hanging(console: Console, lead: Text, text: Text, margin: int) -> None:
+    """``lead`` then ``text`` wrapped at the console width, continuation lines indented by
+    ``margin`` columns; no trailing spaces."""
+    width = max(console.width - margin, 20)
+    lines = text.wrap(console, width, overflow="fold")
+    for i, line in enumerate(lines):
+        line.rstrip()
+        out = (lead if i == 0 else Text(" " * margin)) + line
+        console.print(out, soft_wrap=True, overflow="ignore", crop=False)
+
+
+def wrapped(console: Console, text: str | Text, style: str = "", *, margin: int = 0) -> None:
+    """One paragraph wrapped at the console width on word boundaries, continuation lines
+    indented by ``margin``."""
+    line = Text(safe_text(text), style=style) if isinstance(text, str) else text
+    hanging(console, Text(""), line, margin)
+
+
+def fix_check_text(fx: Fix) -> tuple[str, str] | None:
+    """How a mechanical fix's re-simulation went (and its style), ``None`` when not checked."""
+    if not fx.checks:
+        return None
+    good = [c.profile for c in sorted(fx.checks, key=lambda c: c.profile) if c.converges]
+    bad = [c for c in sorted(fx.checks, key=lambda c: c.profile) if not c.converges]
+    parts = []
+    if good:
+        only = len(fx.checks) == 1
+        detail = fx.checks[0].detail if only else ""
+        parts.append(
+            f"verified: {detail} under {good[0]}" if only and detail else "verified under " + ", ".join(good)
+        )
+    parts += [f"not under {c.profile}: {c.detail}" for c in bad]
+    return "; ".join(parts), ("green" if not bad else "yellow")
+
+
+def finding_rows(
+    finding: Finding,
+    dependents: Sequence[Finding],
+    *,
+    profiles: Sequence[str] | None = None,
+    rule_id: bool = True,
+) -> list[Row]:
+    """The rows of a root-cause block: cause (the rule's message, its template line), where it
+    holds (``profiles`` given: a check matrix), each fix with its verification, and the blocked
+    dependents."""
+    loc = finding.location
+    where = f" ({loc.file}:{loc.line})" if loc.file else ""
+    rule = f"{finding.rule}: " if rule_id else ""
+    rows = [Row("cause", f"{rule}{finding.message}{where}")]
+    if profiles is not None:
+        under = (
+            "every profile"
+            if len(finding.occurrences) == len(profiles) and len(profiles) > 1
+            else ", ".join(finding.profiles)
+        )
+        outcomes = sorted({o.outcome for o in finding.occurrences})
+        rows.append(Row("under", f"{under} (release {', '.join(outcomes)})"))
+    for fx in finding.fixes:
+        rows.append(Row("fix", fx.summary))
+        checked = fix_check_text(fx)
+        if checked is not None:
+            rows.append(Row("", *checked))
+    if dependents:
+        names = ", ".join(d.release for d in sorted(dependents, key=lambda d: d.release))
+        rows.append(Row("blocks", f"{names}: Blocked, they dependsOn it ({dependents[0].rule})", "yellow"))
+    return rows
+
+
+def finding_head(finding: Finding) -> Text:
+    """``HS102 unconsumed-wffc-claim error  agent-platform/connectivity`` (the release)."""
+    return Text.assemble(
+        (f"{finding.rule} ", "bold"),
+        f"{finding.slug} ",
+        (finding.severity.name, SEVERITY_STYLE[finding.severity]),
+        f"  {safe_text(finding.release)}",
+    )
+
+
+def print_notes(console: Console, notes: Iterable[str]) -> None:
+    """Each note once, unmapped charts folded into one note."""
+    for note in compact_notes(notes):
+        wrapped(console, f"note: {note}", style="dim", margin=6)
+
+
+# helmsim.simulate's note for a HelmRelease whose chart has no local copy
+_UNMAPPED = re.compile(
+    r"^HelmRelease (?P<ref>\S+): chart (?P<chart>\S+) is not mapped to a local chart "
+    r"\(--chart (?P=chart)=PATH\); modelled as Ready (?P<after>\S+) after its dependencies are$"
+)
+
+
+def compact_notes(notes: Iterable[str]) -> list[str]:
+    """``notes`` in order, the "not mapped to a local chart" ones of several releases said
+    once, at the place of the first, naming every release and its ``--chart`` flag."""
+    notes = list(notes)
+    unmapped = [(n, m) for n in notes if (m := _UNMAPPED.match(n))]
+    afters = {m.group("after") for _, m in unmapped}
+    if len(unmapped) < 2 or len(afters) != 1:
+        return notes
+    each = "; ".join(f"{m.group('ref')} (--chart {m.group('chart')}=PATH)" for _, m in unmapped)
+    merged = (
+        f"{len(unmapped)} HelmReleases have no local chart and are modelled as Ready "
+        f"{afters.pop()} after their dependencies are, not simulated: {each}"
+    )
+    first = unmapped[0][0]
+    skip = {n for n, _ in unmapped}
+    return [merged if n == first else n for n in notes if n == first or n not in skip]
+
+
+def counted(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
