@@ -21,7 +21,7 @@ from helmsim.config import Config
 from helmsim.diagnose import fixes as fixlib
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Finding, Fix, FixCheck, Occurrence, Severity, Step
-from helmsim.diagnose.registry import RuleSpec, all_rules
+from helmsim.diagnose.registry import RULES, RuleSpec, all_rules
 from helmsim.diagnose.rules.network import has_race_window
 from helmsim.diagnose.runner import render_all, run_nominal, run_tight, run_transformed
 from helmsim.diagnose.sampling import (
@@ -313,6 +313,7 @@ def _verify(
                         by_id[finding.rule],
                         finding,
                         memo,
+                        rules,
                     )
                 )
 
@@ -366,6 +367,7 @@ def _check_fix(
     spec: RuleSpec,
     finding: Finding,
     memo: dict[tuple[str, str, bool], ProfileRun],
+    rules: Sequence[RuleSpec] = (),
 ) -> FixCheck:
     fixed = _fixed_run(fix_key, transform, profile, releases, options, False, memo)
     outcome = fixed.outcome(finding.release)
@@ -383,14 +385,53 @@ def _check_fix(
         ]
     resolved = not again
     converges = outcome.outcome == "Ready" and resolved
+    blocker = None
     if again:
         detail = f"{spec.id} still reported: {again[0].message}"
     elif outcome.outcome != "Ready":
-        detail = (
-            f"{spec.id} resolved, but the release still ends {outcome.outcome}: {outcome.message}"
+        blocker = _why_still_failing(fixed, finding.release, spec.id, rules)
+        why = (
+            f"{blocker.rule} {RULES[blocker.rule].slug}: {first_clause(blocker.message)}"
+            if blocker is not None
+            else outcome.message
         )
+        detail = f"{spec.id} resolved, but the release still ends {outcome.outcome}: {why}"
     else:
         detail = "Ready on the first attempt" + (
             f" at t={outcome.ready_at:.0f}s" if outcome.ready_at is not None else ""
         )
-    return FixCheck(profile.name, outcome.outcome, converges, detail, resolved)
+    cause = (
+        {"rule": blocker.rule, "object": blocker.obj, "message": blocker.message}
+        if blocker is not None
+        else None
+    )
+    return FixCheck(profile.name, outcome.outcome, converges, detail, resolved, cause)
+
+
+# Causes before their effects: a denied connection (HS113) or an unmet program need (HS116)
+# explains the failing hook (HS104) or Job (HS103) it makes fail; HS100 and HS106 explain nothing.
+CAUSE_ORDER = (
+    "HS113", "HS116", "HS112", "HS101", "HS111", "HS105", "HS102", "HS107", "HS108",
+    "HS109", "HS110", "HS103", "HS104",
+)
+
+
+def _why_still_failing(
+    run: ProfileRun, release: str, fixed_rule: str, rules: Sequence[RuleSpec]
+) -> Candidate | None:
+    """The deepest error another rule reports for ``release`` in a fixed run that still fails:
+    what the fix did not address (e.g. the hook Job it adds has no egress: HS113)."""
+    found = [
+        c
+        for r in rules
+        if r.id in CAUSE_ORDER and r.id != fixed_rule
+        for c in r.check(run)
+        if c.release == release and c.severity >= Severity.error
+    ]
+    return min(found, key=lambda c: CAUSE_ORDER.index(c.rule), default=None)
+
+
+def first_clause(message: str) -> str:
+    """A rule message up to its first ``": "`` (its statement, without the elaboration)."""
+    head, sep, _ = message.partition(": ")
+    return head if sep and len(head) >= 20 else message

@@ -100,15 +100,21 @@ class FixCheck:
     detail: str = ""
     resolved: bool = True
     """The rule no longer reports the object (the release may still fail for another reason)."""
+    cause: dict[str, str] | None = None
+    """Why a resolved fix still does not converge: the other rule's finding in the fixed run
+    (``rule``, ``object``, ``message``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "profile": self.profile,
             "outcome": self.outcome,
             "converges": self.converges,
             "resolved": self.resolved,
             "detail": self.detail,
         }
+        if self.cause is not None:
+            out["cause"] = dict(self.cause)
+        return out
 
 
 @dataclass

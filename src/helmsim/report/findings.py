@@ -18,7 +18,7 @@ from helmsim import __version__
 from helmsim.config import config_file, describe
 from helmsim.diagnose.check import CheckReport
 from helmsim.diagnose.model import Finding, Severity
-from helmsim.diagnose.sampling import SAMPLED, Sampling, pct
+from helmsim.diagnose.sampling import Sampling, pct
 from helmsim.montecarlo import Stat
 from helmsim.report.safe import dump_json, safe_text
 from helmsim.report.verdict import (
@@ -29,6 +29,7 @@ from helmsim.report.verdict import (
     finding_rows,
     labelled,
     print_notes,
+    variant_note,
     wrapped,
 )
 
@@ -167,11 +168,6 @@ def finding_dict(f: Finding, sampling: Sampling | None) -> dict[str, Any]:
         if races:
             out["monteCarlo"] = [{"profile": r.profile, **r.figures()} for r in races]
     return out
-
-
-def variant_note(variant: str) -> str:
-    """How an occurrence was found, for the text report (nothing for the nominal run)."""
-    return {"tight": ", tight timing", SAMPLED: ", sampled run"}.get(variant, "")
 
 
 def to_json(report: CheckReport, *, fail_on: str) -> str:

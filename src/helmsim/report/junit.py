@@ -2,9 +2,11 @@
 
 A case fails when a finding at or above ``--fail-on`` holds for that release under that
 profile (``<failure type="HS103" message=…>`` with the chain in the body); lower findings go to
-``<system-out>``; releases not simulated (no local chart) and without findings are skipped.
-Each suite's ``<properties>`` name the config file in effect (``helmsim.config``: its path,
-or ``no config file``); with ``--runs`` also ``helmsim.monteCarlo.runs``/``.seed`` and
+``<system-out>``; releases not simulated (no local chart) and without findings are skipped, and
+so is a release Blocked by another's failure (``<skipped message="blocked by …">``): one failure
+per root cause per profile. Each suite's ``<properties>`` name the config file in effect
+(``helmsim.config``: its path, or ``no config file``); with ``--runs`` also
+``helmsim.monteCarlo.runs``/``.seed`` and
 ``helmsim.monteCarlo.<release>.<outcome>`` = ``count/runs p % [lo, hi]``, and each case's
 ``<system-out>`` the release's sampled outcome distribution under that profile.
 """
@@ -74,6 +76,18 @@ def _finish(suites: ET.Element) -> str:
     )
 
 
+def _blocking_cause(
+    report: CheckReport, finding: Finding, profile: str, floor: Severity | None
+) -> Finding | None:
+    """The root cause a blocked dependent's finding is listed under, when that cause fails its
+    own case under ``profile``."""
+    cause = report.cause_of(finding)
+    if cause is None or floor is None:
+        return None
+    occ = next((o for o in cause.occurrences if o.profile == profile), None)
+    return cause if occ is not None and occ.severity >= floor else None
+
+
 def _suite(
     suites: ET.Element, report: CheckReport, profile: str, fail_on: str, name: str
 ) -> None:
@@ -99,7 +113,14 @@ def _suite(
         for f in found:
             occ = next(x for x in f.occurrences if x.profile == profile)
             (failing if floor is not None and occ.severity >= floor else other).append((f, occ))
-        if failing:
+        causes = [_blocking_cause(report, f, profile, floor) for f, _ in failing]
+        if failing and all(causes):
+            # Blocked by a failure reported in its own case: one failure per root cause
+            skipped += 1
+            names = sorted({f"{c.release} ({c.rule} {c.slug})" for c in causes if c is not None})
+            ET.SubElement(case, "skipped", message=f"blocked by {', '.join(names)}")
+            other = failing + other
+        elif failing:
             failures += 1
             f, occ = failing[0]
             body = "\n\n".join(

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from helmsim.diagnose.model import Finding, Fix, Severity
+from helmsim.diagnose.sampling import SAMPLED
 from helmsim.report.safe import safe_text
 
 OUTCOME_STYLE = {
@@ -67,6 +68,11 @@ def wrapped(console: Console, text: str | Text, style: str = "", *, margin: int 
     hanging(console, Text(""), line, margin)
 
 
+def variant_note(variant: str) -> str:
+    """How an occurrence was found, for the text report (nothing for the nominal run)."""
+    return {"tight": ", tight timing", SAMPLED: ", sampled run"}.get(variant, "")
+
+
 def fix_check_text(fx: Fix) -> tuple[str, str] | None:
     """How a mechanical fix's re-simulation went (and its style), ``None`` when not checked."""
     if not fx.checks:
@@ -99,13 +105,14 @@ def finding_rows(
     rule = f"{finding.rule}: " if rule_id else ""
     rows = [Row("cause", f"{rule}{finding.message}{where}")]
     if profiles is not None:
-        under = (
-            "every profile"
-            if len(finding.occurrences) == len(profiles) and len(profiles) > 1
-            else ", ".join(finding.profiles)
+        groups: dict[str, list[str]] = {}
+        for o in finding.occurrences:
+            groups.setdefault(f"{o.severity.name}, {o.outcome}{variant_note(o.variant)}", []).append(o.profile)
+        every = len(groups) == 1 and len(finding.occurrences) == len(profiles) > 1
+        under = "; ".join(
+            f"{'every profile' if every else ', '.join(names)} ({how})" for how, names in groups.items()
         )
-        outcomes = sorted({o.outcome for o in finding.occurrences})
-        rows.append(Row("under", f"{under} (release {', '.join(outcomes)})"))
+        rows.append(Row("under", under))
     for fx in finding.fixes:
         rows.append(Row("fix", fx.summary))
         checked = fix_check_text(fx)
