@@ -11,6 +11,7 @@ import typer
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, emit, report_console
+from helmsim.cli.progress import StderrProgress
 from helmsim.release_inputs import build_inputs
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
@@ -205,24 +206,26 @@ def check_cmd(
         if limit <= 0:
             raise InputError(f"--horizon {horizon!r}: must be longer than 0s")
     level = (fail_on.value if fail_on else None) or cfg.fail_on or "error"
-    report = run_check(
-        releases,
-        profiles,
-        config=cfg,
-        options=CheckOptions(
-            horizon=limit,
-            verify_fixes=not no_verify,
-            sampling=SamplingOptions(
-                runs,
-                seed,
-                where.name,
-                ray_address=where.ray_address,
-                profile_args={p.name: n for p, n in zip(profiles, names, strict=False)},
-            )
-            if runs
-            else None,
-        ),
-    )
+    with StderrProgress(enabled=not quiet) as progress:
+        report = run_check(
+            releases,
+            profiles,
+            config=cfg,
+            options=CheckOptions(
+                horizon=limit,
+                verify_fixes=not no_verify,
+                sampling=SamplingOptions(
+                    runs,
+                    seed,
+                    where.name,
+                    ray_address=where.ray_address,
+                    profile_args={p.name: n for p, n in zip(profiles, names, strict=False)},
+                )
+                if runs
+                else None,
+            ),
+            progress=progress.sink,
+        )
     if fmt is CheckFormat.html:
         if not output:
             raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")

@@ -12,6 +12,7 @@ from helmsim import montecarlo, taskpool
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, emit, report_console
+from helmsim.cli.progress import StderrProgress
 from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.config import Config, config_file, config_for, describe
@@ -32,7 +33,7 @@ from helmsim.simulate import (
 )
 
 if TYPE_CHECKING:
-    from helmsim.diagnose.check import CheckReport
+    from helmsim.diagnose.check import CheckReport, Progress
     from helmsim.report.html import Finding, OutcomeDistribution
 
 
@@ -140,7 +141,7 @@ def simulate_cmd(
     releases = with_catalog(releases, cfg.catalog)
     releases = with_declared_crds(releases, cfg.unmapped_releases)
     if runs >= 2:
-        _monte_carlo(prof, releases, runs, seed, options.backend(backend, ray_address), fmt, output, horizon, unmapped_ready_after, cfg.source)
+        _monte_carlo(prof, releases, runs, seed, options.backend(backend, ray_address), fmt, output, horizon, unmapped_ready_after, cfg.source, quiet)
         return
     limit = _seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
     charts = prepare_charts(prof, releases)
@@ -161,7 +162,10 @@ def simulate_cmd(
 
         emit(render_html(result, config=describe(cfg.source)), output)
     else:
-        diagnosis = diagnose(prof, releases, result, charts, cfg, limit) if failed and not quiet else None
+        diagnosis = None
+        if failed and not quiet:
+            with StderrProgress() as progress:
+                diagnosis = diagnose(prof, releases, result, charts, cfg, limit, progress.sink)
         args = {"diagnosis": diagnosis, "timeline": timeline, "full_timeline": full_timeline, "quiet": quiet, "config": cfg.source}
         if output and output != "-":
             import io
@@ -182,6 +186,7 @@ def diagnose(
     charts: PreparedCharts,
     cfg: Config,
     horizon: float,
+    progress: Progress | None = None,
 ) -> CheckReport:
     """The rules ``helmsim check`` runs, on this very run, with the fixes re-simulated: the
     cause and verified fixes simulate prints for a release that is not Ready."""
@@ -189,7 +194,9 @@ def diagnose(
     from helmsim.diagnose.context import ProfileRun
 
     run = ProfileRun(prof, list(releases), result, charts[0], charts[1], "nominal")
-    return run_check(releases, [prof], config=cfg, options=CheckOptions(horizon=horizon), simulated={prof.name: run})
+    return run_check(
+        releases, [prof], config=cfg, options=CheckOptions(horizon=horizon), simulated={prof.name: run}, progress=progress
+    )
 
 
 def _monte_carlo(
@@ -203,6 +210,7 @@ def _monte_carlo(
     horizon: str | None,
     unmapped_ready_after: str | None,
     config: str | None = None,
+    quiet: bool = False,
 ) -> None:
     """``--runs N``: each outcome's probability with its 95 % interval (helmsim.montecarlo).
 
@@ -213,7 +221,9 @@ def _monte_carlo(
     unmapped = _seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after")
     task_type = HtmlSimulateTask if fmt is SimFormat.html else montecarlo.SimulateTask
     task = task_type(prof, tuple(releases), limit, unmapped)
-    result = montecarlo.run_many(task, runs, seed, backend=backend)
+    with StderrProgress(enabled=not quiet) as progress:
+        count = progress.counter("sampled runs", runs) if progress.sink else None
+        result = montecarlo.run_many(task, runs, seed, backend=backend, progress=count)
     if fmt is SimFormat.html:
         from helmsim.report.html import render_html
 

@@ -13,7 +13,7 @@ probability, and a race that fails some sampled run becomes an error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from helmsim.cluster.profile import ClusterProfile
@@ -37,6 +37,8 @@ from helmsim.flux.helmrelease import HelmRelease
 from helmsim.simulate import DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome, SimulationResult
 
 IGNORE_ANNOTATION = "helmsim.dev/ignore"
+Progress = Callable[[str, int, int], None]
+"""``(phase, done, total)`` as work finishes (the CLI draws it on stderr)."""
 DEPENDENTS_RULE = "HS106"
 
 
@@ -113,11 +115,14 @@ def run_check(
     config: Config | None = None,
     options: CheckOptions | None = None,
     simulated: Mapping[str, ProfileRun] | None = None,
+    progress: Progress | None = None,
 ) -> CheckReport:
     """Simulate ``releases`` under each profile, run every rule, and verify the fixes.
 
     ``simulated`` holds nominal runs already made (by profile name), e.g. ``helmsim simulate``'s
-    own run: they are diagnosed as they are instead of being simulated again."""
+    own run: they are diagnosed as they are instead of being simulated again. ``progress`` is
+    told ``(phase, done, total)`` as profiles, sampled runs and fix checks finish."""
+    tick = progress or _silent
     config = config or Config()
     options = options or CheckOptions()
     rules = [r for r in all_rules() if config.severity_for(r.id, r.slug) != "off"]
@@ -125,7 +130,9 @@ def run_check(
     found_by: dict[str, list[Candidate]] = {}
     rendered: list[Charts] = []
     notes: list[str] = []
-    for profile in profiles:
+    phase = f"simulating {len(profiles)} profile{'s' if len(profiles) != 1 else ''} × {len(releases)} HelmRelease{'s' if len(releases) != 1 else ''}"
+    for done, profile in enumerate(profiles):
+        tick(phase, done, len(profiles))
         given = (simulated or {}).get(profile.name)
         charts = (given.charts, given.previous) if given else render_all(profile, releases)
         rendered.append(charts)
@@ -145,6 +152,7 @@ def run_check(
         for r in nominal.result.notes:
             if r not in notes:
                 notes.append(r)
+    tick(phase, len(profiles), len(profiles))
     sampling: Sampling | None = None
     if options.sampling is not None:
         race_ids = [r.id for r in rules if r.id in RACE_RULES]
@@ -155,6 +163,7 @@ def run_check(
             options.sampling,
             horizon=options.horizon,
             rule_ids=race_ids,
+            progress=progress,
         )
         for profile, charts in zip(profiles, rendered, strict=True):
 
@@ -176,7 +185,7 @@ def run_check(
     kept = [f for f in findings if f.suppressed is None]
     suppressed = [f for f in findings if f.suppressed is not None]
     if options.verify_fixes:
-        _verify(kept, runs, releases, profiles, options, rules)
+        _verify(kept, runs, releases, profiles, options, rules, tick)
     outcomes = {
         (f"{o.namespace}/{o.name}", name): o
         for name, run in runs.items()
@@ -193,6 +202,10 @@ def run_check(
         sampling=sampling,
         config=config.source,
     )
+
+
+def _silent(phase: str, done: int, total: int) -> None:
+    """The default progress: none."""
 
 
 def _tidy(chain: list[Step]) -> list[Step]:
@@ -292,17 +305,24 @@ def _verify(
     profiles: Sequence[ClusterProfile],
     options: CheckOptions,
     rules: Sequence[RuleSpec],
+    tick: Progress,
 ) -> None:
     """Re-simulate each mechanical fix under every profile where its finding occurs."""
     memo: dict[tuple[str, str, bool], ProfileRun] = {}
     by_id = {r.id: r for r in rules}
     by_name = {p.name: p for p in profiles}
+    total = sum(
+        len(f.profiles) for f in findings for fx in f.fixes if fx.key and fixlib.transform_for(fx.key)
+    )
+    done = 0
     for finding in findings:
         for fx in finding.fixes:
             transform = fixlib.transform_for(fx.key) if fx.key else None
             if transform is None:
                 continue
             for name in finding.profiles:
+                tick("re-simulating fixes", done, total)
+                done += 1
                 fx.checks.append(
                     _check_fix(
                         fx.key or "",

@@ -315,6 +315,7 @@ def sample(
     *,
     horizon: float = DEFAULT_HORIZON,
     rule_ids: Sequence[str] = RACE_RULES,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Sampling:
     """Run ``options.runs`` seeds of every profile and aggregate them.
 
@@ -332,6 +333,7 @@ def sample(
             options.runs,
             options.seed,
             backend=taskpool.Backend(options.backend, options.workers, options.ray_address),  # type: ignore[arg-type]
+            progress=None if progress is None else lambda done: progress("sampled runs", done, options.runs),
         )
     suffix = "" if horizon == DEFAULT_HORIZON else f" --horizon {horizon:g}s"
     replay = {
