@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from html_cdp import Browser, find_chromium, install_chromium
-from html_runs import RACE_PROFILE, ROOT, run
+from html_runs import RACE_PROFILE, run
 
 from helmsim.simulate import SimulationResult
 
@@ -25,11 +25,10 @@ def race() -> SimulationResult:
 
 
 @pytest.fixture(scope="session")
-def artifacts() -> Path:
-    """test-artifacts/html/ (gitignored): screenshots and the reports the browser opened."""
-    out = ROOT / "test-artifacts" / "html"
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A session tmp directory (pytest's basetemp, never in the repository): screenshots and
+    the reports the browser opened, one per worker under xdist."""
+    return tmp_path_factory.mktemp("html-artifacts")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The HTML timeline in a real headless Chromium (issue 9): it opens offline, lanes are laid out
 in order, focusing or hovering a marker shows its message, keys move between markers, zoom and
-filters work, a narrow window does not overflow; screenshots land in test-artifacts/html/."""
+filters work, a narrow window does not overflow; screenshots land in the session's tmp directory."""
 
 from __future__ import annotations
 

@@ -35,7 +35,8 @@ def test_race_job_lane_comes_before_its_policy_and_the_policy_takes_effect_after
     cnp_i, cnp = lane(doc, "CiliumNetworkPolicy", CNP)
     # Helm applies the Job's kind group before the CiliumNetworkPolicy's (unknown kinds last)
     assert job_i < pod_i < cnp_i
-    assert pod.attrs["data-depth"] == "1" and "attempt 1" in pod.label
+    # labelled per Job: the Job's name without the release prefix, the pod's number of all
+    assert pod.attrs["data-depth"] == "1" and "agent-manager-migrate-b49599d7 pod 1/1" in pod.label
     running = next(s for s in pod.spans if s.attrs["data-state"] == "Running")
     in_effect = next(s for s in cnp.spans if s.attrs["data-state"] == "in effect")
     not_yet = next(s for s in cnp.spans if s.attrs["data-style"] == "pending")
@@ -91,7 +92,8 @@ def test_failing_migrate_job_shows_three_failed_attempts_and_a_failed_wait() -> 
     doc = parse(render_html(result))
     pods = [ln for ln in doc.lanes if ln.attrs["data-kind"] == "Pod" and "migrate" in ln.obj]
     assert len(pods) >= 3
-    assert [re.search(r"attempt (\d+)", p.label).group(1) for p in pods[:3]] == ["1", "2", "3"]
+    numbers = [re.search(r"-migrate-[0-9a-f]+ pod (\d+)/(\d+)", p.label).groups() for p in pods]  # type: ignore[union-attr]
+    assert [k for k, _ in numbers[:3]] == ["1", "2", "3"] and {n for _, n in numbers} == {str(len(pods))}
     for pod in pods[:3]:
         failed = [s for s in pod.spans if s.attrs["data-style"] == "failed"]
         assert failed and "st-failed" in failed[0].classes and failed[0].text.startswith("✕ Failed")
@@ -236,7 +238,9 @@ def test_cli_writes_the_html_file(tmp_path: Path) -> None:
     out = tmp_path / "t.html"
     result = runner.invoke(app, ["simulate", *SEED1_ARGS, "--profile", str(RACE_PROFILE), "--format", "html", "--output", str(out)])
     assert result.exit_code == 0, result.output
-    expected = render_html(run("seed1-migrate-race", str(RACE_PROFILE)), config="config: no config file")
+    result = run("seed1-migrate-race", str(RACE_PROFILE))
+    verdict = ("PASS 4 Ready of 4 HelmReleases under cilium-always-fastpull (3 not simulated)", False)
+    expected = render_html(result, config="config: no config file", verdict=verdict)
     assert out.read_text(encoding="utf-8") == expected
 
 

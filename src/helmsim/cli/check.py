@@ -229,7 +229,7 @@ def check_cmd(
     if fmt is CheckFormat.html:
         if not output:
             raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
-        emit(html_report(report), output)
+        emit(html_report(report, fail_on=level), output)
     elif fmt is CheckFormat.json:
         emit(text_report.to_json(report, fail_on=level), output)
     elif fmt is CheckFormat.sarif:
@@ -250,18 +250,31 @@ def check_cmd(
         raise typer.Exit(1)
 
 
-def html_report(report: CheckReport) -> str:
-    """The HTML timeline of every profile's run with the findings linked to their lanes."""
+def html_report(report: CheckReport, *, fail_on: str = "error") -> str:
+    """The HTML timeline of every profile's run with the findings linked to their lanes: the
+    verdict line and a release × profile table first; per root cause its fixes with their
+    re-simulation and the releases it blocks (the dependents are not findings of their own)."""
     from helmsim.report.html import render_html
+    from helmsim.report.verdict import fix_check_text
 
     findings = []
-    for f in report.findings:
+    for f, dependents in report.root_causes():
+        fixes = []
+        for fx in f.fixes:
+            checked, style = fix_check_text(fx) or ("", "")
+            fixes.append((fx.summary, checked, {"green": "ok", "yellow": "warn"}.get(style, "")))
+        blocks = (
+            f" It blocks {', '.join(sorted(d.release for d in dependents))} (dependsOn it, {dependents[0].rule})."
+            if dependents
+            else ""
+        )
         for occ in f.occurrences:
             nominal = occ.variant == "nominal"
             findings.append(
                 {
                     "title": f"{f.rule} {f.slug}",
-                    "message": occ.message + ("" if nominal else f" (under {occ.variant} timing)"),
+                    "message": occ.message + ("" if nominal else f" (under {occ.variant} timing)") + blocks,
+                    "fixes": fixes,
                     "severity": occ.severity.name,
                     "profile": occ.profile,
                     "release": f.release,
@@ -288,7 +301,12 @@ def html_report(report: CheckReport) -> str:
         else []
     )
     return render_html(
-        runs, title="helmsim check", findings=findings, distributions=dists, config=describe(report.config)
+        runs,
+        title="helmsim check",
+        findings=findings,
+        distributions=dists,
+        config=describe(report.config),
+        verdict=(text_report.verdict_line(report, fail_on=fail_on).plain, bool(report.at_or_above(fail_on))),
     )
 
 

@@ -160,7 +160,7 @@ def simulate_cmd(
     elif fmt is SimFormat.html:
         from helmsim.report.html import render_html
 
-        emit(render_html(result, config=describe(cfg.source)), output)
+        emit(render_html(result, config=describe(cfg.source), verdict=(report.summary_line(result).plain, failed)), output)
     else:
         diagnosis = None
         if failed and not quiet:

@@ -73,6 +73,8 @@ class Finding:
     objects: tuple[str, ...] = ()
     id: str | None = None
     run: int | None = None
+    fixes: tuple[tuple[str, str, str], ...] = ()
+    """``(summary, how its re-simulation went, ok|warn|"")`` per suggested fix."""
 
     @classmethod
     def coerce(cls, value: Finding | Mapping[str, Any]) -> Finding:
@@ -89,6 +91,9 @@ class Finding:
             objects=tuple(str(o) for o in value.get("objects", ()) or ()),
             id=value.get("id"),
             run=None if value.get("run") is None else int(value["run"]),
+            fixes=tuple(
+                (str(f[0]), str(f[1]), str(f[2])) for f in value.get("fixes", ()) or ()
+            ),
         )
 
     @property
@@ -502,7 +507,7 @@ def _build_release(
         # a hook's own polls move its state; they are markers only on the release wait lane
         assigned.append((lane, ev, ev.what != "poll"))
 
-    _name_attempts(lanes)
+    _name_attempts(lanes, outcome.release_name)
     builders = {key: _LaneBuilder(lane) for key, lane in lanes.items()}
     last = 0.0
     for lane, ev, may_mark in assigned:
@@ -548,13 +553,18 @@ def _parent_lane(ev: TraceEvent, by_id: Mapping[int, TraceEvent], lanes: Mapping
     return None
 
 
-def _name_attempts(lanes: Mapping[str, Lane]) -> None:
-    """Pods of a Job are its attempts: number them in creation order."""
-    counts: dict[str, int] = {}
+def _name_attempts(lanes: Mapping[str, Lane], release: str = "") -> None:
+    """Pods of a Job are its attempts: ``migrate-<hash> pod 2/3`` in creation order, the Job
+    named without the release-name prefix its chart gives it (the full name is the lane's)."""
+    pods: dict[str, list[Lane]] = {}
     for lane in sorted(lanes.values(), key=lambda x: x.order):
         if lane.kind == "Pod" and lane.parent and lanes[lane.parent].kind == "Job":
-            counts[lane.parent] = counts.get(lane.parent, 0) + 1
-            lane.note = f"attempt {counts[lane.parent]}"
+            pods.setdefault(lane.parent, []).append(lane)
+    for job, mine in pods.items():
+        name = lanes[job].name
+        short = name[len(release) + 1 :] if release and name.startswith(release + "-") else name
+        for k, lane in enumerate(mine, 1):
+            lane.note = f"{short} pod {k}/{len(mine)}"
 
 
 def _tree_order(lanes: list[Lane]) -> list[Lane]:
@@ -678,11 +688,14 @@ def render_html(
     distributions: Sequence[OutcomeDistribution | Mapping[str, Any]] = (),
     run_titles: Sequence[str] = (),
     config: str | None = None,
+    verdict: tuple[str, bool] | None = None,
 ) -> str:
     """One self-contained HTML document for one or more runs (one per profile), with optional
     findings and Monte-Carlo outcome distributions. ``run_titles[i]`` heads run ``i`` (e.g. the
     scenario it simulates); ``config`` is the header line naming the config file in effect
-    (``helmsim.config.describe``). Same inputs → the same bytes."""
+    (``helmsim.config.describe``); ``verdict`` is the report's summary line and whether it
+    fails, shown first, above a release × run table linking to each timeline and finding.
+    Same inputs → the same bytes."""
     run_list = [runs] if isinstance(runs, SimulationResult) else list(runs)
     found = [Finding.coerce(f) for f in findings]
     dists = [OutcomeDistribution.coerce(d) for d in distributions]
@@ -692,6 +705,7 @@ def render_html(
     namespaces: set[str] = set()
     kinds: set[str] = set()
     shown_dists: set[int] = set()
+    links: dict[tuple[int, str], str] = {}
     for r, result in enumerate(run_list):
         mine = [f for f in found if _run_of(f, run_list) == r]
         timelines = build_timelines(result, {i for f in mine for i in f.event_ids})
@@ -704,7 +718,7 @@ def render_html(
                 namespaces.add(lane.namespace or "(cluster)")
                 kinds.add(lane.kind)
         heading = run_titles[r] if r < len(run_titles) else ""
-        body.append(_run_html(r, result, timelines, mine, dists, shown_dists, index, ids, heading))
+        body.append(_run_html(r, result, timelines, mine, dists, shown_dists, index, ids, heading, links))
     rest = [d for i, d in enumerate(dists) if i not in shown_dists]
     if rest:
         body.append('<section class="run" aria-labelledby="mc-h"><h2 id="mc-h">Monte-Carlo outcomes</h2>')
@@ -713,11 +727,77 @@ def render_html(
     page_title = title or "helmsim rollout timeline: " + ", ".join(
         f"{', '.join(o.name for o in res.releases if o.simulated) or 'no release'} on {res.profile}" for res in run_list
     )
-    return _page(page_title, "".join(body), sorted(namespaces), sorted(kinds), config)
+    top = _overview(run_list, found, links, verdict, run_titles)
+    return _page(page_title, "".join(body), sorted(namespaces), sorted(kinds), config, top)
+
+
+def _overview(
+    runs: Sequence[SimulationResult],
+    findings: Sequence[Finding],
+    links: Mapping[tuple[int, str], str],
+    verdict: tuple[str, bool] | None,
+    run_titles: Sequence[str],
+) -> str:
+    """The top of the page: the verdict, then one row per HelmRelease and one column per run
+    (profile), each cell its outcome linking to that timeline and the findings linking to
+    theirs."""
+    out = ['<section class="overview" aria-labelledby="overview-h"><h2 id="overview-h">Verdict</h2>']
+    if verdict is not None:
+        text, failing = verdict
+        sev = "fail" if failing else "ok"
+        out.append(
+            f'<p class="verdict sev-{sev}" role="status"><span class="glyph" aria-hidden="true">{_GLYPH[sev]}</span> '
+            f"<strong>{_e(text)}</strong></p>"
+        )
+    refs: list[str] = []
+    for res in runs:
+        for o in res.releases:
+            ref = f"{o.namespace}/{o.name}"
+            if ref not in refs:
+                refs.append(ref)
+    shared = len({res.profile for res in runs}) < len(runs)  # e.g. one run per scenario
+
+    def column(r: int, res: SimulationResult) -> str:
+        if shared:
+            return run_titles[r] if r < len(run_titles) and run_titles[r] else f"run {r + 1} ({res.profile})"
+        return res.profile
+
+    heads = "".join(f'<th scope="col">{_e(column(r, res))}</th>' for r, res in enumerate(runs))
+    rows = []
+    for ref in refs:
+        cells = []
+        for r, res in enumerate(runs):
+            o = next((x for x in res.releases if f"{x.namespace}/{x.name}" == ref), None)
+            if o is None:
+                cells.append("<td>–</td>")
+                continue
+            sev = _OUTCOME_SEVERITY.get(o.outcome, "info")
+            label = f"{o.outcome}{'' if o.simulated else ' (not simulated)'}"
+            chip = (
+                f'<span class="verdict-chip sev-{sev}"><span aria-hidden="true">{_GLYPH[sev]}</span> {_e(label)}</span>'
+            )
+            tid = links.get((r, ref))
+            cell = f'<a href="#{tid}">{chip}</a>' if tid else chip
+            cited = [f for f in findings if f.release == ref and _run_of(f, runs) == r]
+            if cited:
+                cell += '<span class="rules">' + "".join(
+                    f'<a href="#finding-{_e(f.id)}">{_e(f.title.split(" ", 1)[0])}</a>' for f in cited
+                ) + "</span>"
+            cells.append(f"<td>{cell}</td>")
+        rows.append(f'<tr><th scope="row">{_e(ref)}</th>{"".join(cells)}</tr>')
+    out.append(
+        '<div class="table-wrap"><table class="summary matrix"><caption>Outcome per HelmRelease and profile '
+        "(each links to its timeline, rule ids to their findings)</caption>"
+        f'<thead><tr><th scope="col">HelmRelease</th>{heads}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
+    out.append("</section>")
+    return "".join(out)
 
 
 def _with_id(f: Finding, i: int) -> Finding:
-    return Finding(f.title, f.message, f.severity, f.profile, f.release, f.chain, f.objects, f"F{i + 1}", f.run)
+    return Finding(
+        f.title, f.message, f.severity, f.profile, f.release, f.chain, f.objects, f"F{i + 1}", f.run, f.fixes
+    )
 
 
 def _run_of(f: Finding, runs: Sequence[SimulationResult]) -> int:
@@ -764,6 +844,7 @@ def _run_html(
     index: Mapping[str, Any],
     ids: _Ids,
     heading: str = "",
+    links: dict[tuple[int, str], str] | None = None,
 ) -> str:
     head = ids.make(f"run-{r}")
     out = [f'<section class="run" id="{head}" aria-labelledby="{head}-h">']
@@ -777,7 +858,7 @@ def _run_html(
     for rel, tl in by_release.items():
         mine = [i for i, d in enumerate(dists) if d.release == rel and _dist_in_run(d, r, result)]
         shown.update(mine)
-        out.append(_timeline_html(r, tl, [dists[i] for i in mine], index, ids))
+        out.append(_timeline_html(r, tl, [dists[i] for i in mine], index, ids, links))
     if findings:
         out.append(_findings_html(r, result, findings, index))
     for note in result.notes:
@@ -825,11 +906,18 @@ def _summary_message(o: ReleaseOutcome) -> str:
 
 
 def _timeline_html(
-    r: int, tl: ReleaseTimeline, dists: Sequence[OutcomeDistribution], index: Mapping[str, Any], ids: _Ids
+    r: int,
+    tl: ReleaseTimeline,
+    dists: Sequence[OutcomeDistribution],
+    index: Mapping[str, Any],
+    ids: _Ids,
+    links: dict[tuple[int, str], str] | None = None,
 ) -> str:
     o = tl.outcome
     end = tl.end * 1.04
     tid = ids.make(f"tl-r{r}-{_slug(o.namespace + '-' + o.name)}")
+    if links is not None:
+        links[(r, f"{o.namespace}/{o.name}")] = tid
     sev = _OUTCOME_SEVERITY.get(o.outcome, "info")
     out = [
         (f'<section class="timeline" id="{tid}" data-end="{end:.3f}" data-release="{_e(o.namespace)}/{_e(o.name)}" '
@@ -1009,6 +1097,12 @@ def _findings_html(r: int, result: SimulationResult, findings: Sequence[Finding]
                     f'<a href="#{lid}" data-focus="{lid}">{_e(obj)}</a>' if lid else f"<code>{_e(obj)}</code>"
                 )
             out.append(f'<p class="cites">Lanes: {", ".join(links)}</p>')
+        if f.fixes:
+            out.append('<ul class="fixes" aria-label="fixes">')
+            for summary, checked, sev in f.fixes:
+                check = f'<span class="check sev-{_e(sev)}">{_e(checked)}</span>' if checked else ""
+                out.append(f"<li>fix: {_e(summary)}{check}</li>")
+            out.append("</ul>")
         if f.chain:
             out.append('<ol class="chain" aria-label="cause chain, first cause first">')
             for c in f.chain:
@@ -1085,7 +1179,12 @@ def csp_hash(block: str) -> str:
 
 
 def _page(
-    title: str, body: str, namespaces: Sequence[str], kinds: Sequence[str], config: str | None = None
+    title: str,
+    body: str,
+    namespaces: Sequence[str],
+    kinds: Sequence[str],
+    config: str | None = None,
+    overview: str = "",
 ) -> str:
     def boxes(name: str, values: Sequence[str]) -> str:
         return "".join(
@@ -1119,6 +1218,7 @@ def _page(
         f'<a class="skip" href="#main">Skip to the timelines</a>'
         f"<header><h1>{_e(title)}</h1>"
         + (f'<p class="config">{_e(config)}</p>' if config else "")
+        + overview
         + '<form class="filters" aria-label="Filter lanes">'
         f'<fieldset><legend>Namespace</legend>{boxes("ns", namespaces)}</fieldset>'
         f'<fieldset><legend>Kind</legend>{boxes("kind", kinds)}</fieldset>'
