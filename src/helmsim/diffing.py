@@ -6,7 +6,7 @@ after parsing: key order, quoting, comments, document separators, template file 
 order) or changes objects: added, removed, or fields changed, with their paths. Secrets are
 replaced by a short hash (``helmsim.redaction.redact_object``) before anything is compared or
 printed. ``rehearse`` simulates both renders of a changed entry and compares
-the predicted outcomes.
+the predicted outcomes, and rehearses the upgrade from the ref's release to the working tree's.
 """
 
 from __future__ import annotations
@@ -464,6 +464,11 @@ class EntryResult:
         """Whether this entry counts as "differs" for the exit code."""
         return self.status == "changed" or (self.status == "formatting" and not semantic)
 
+    @property
+    def upgrade_fails(self) -> bool:
+        """The rehearsed upgrade from the ref fails under some profile (fails the diff too)."""
+        return any(r.upgrade_fails for r in self.rehearsals)
+
 
 def compare(
     entry: MatrixEntry, ref: Rendered, worktree: Rendered, *, expect_identical: bool
@@ -514,23 +519,38 @@ def _formatting_notes(old: Sequence[Resource], new: Sequence[Resource]) -> list[
 
 @dataclass(frozen=True)
 class ReleaseChange:
-    """One HelmRelease's predicted outcome at the ref and in the working tree."""
+    """One HelmRelease's predicted outcome at the ref and in the working tree (fresh installs),
+    and of the upgrade from the ref's release to the working tree's."""
 
     release: str
     ref: str
     worktree: str
+    upgrade: str = ""
+    """The upgrade's outcome (``""``: not rehearsed)."""
+    upgrade_cause: str = ""
+    """Why the upgrade does not get Ready: the rule that explains it (HS105 for an immutable
+    field), else empty."""
+    upgrade_fails: bool = False
+    """The upgrade of a simulated release does not get Ready where a fresh install of the
+    working tree ends otherwise (an immutable field, a hook that only runs on upgrade, …)."""
 
     @property
     def changed(self) -> bool:
-        return self.ref != self.worktree
+        return self.ref != self.worktree or self.upgrade_fails
 
 
 @dataclass(frozen=True)
 class Rehearsal:
-    """Both renders of an entry simulated under one cluster profile."""
+    """Both renders of an entry simulated under one cluster profile, and the upgrade."""
 
     profile: str
     releases: tuple[ReleaseChange, ...]
+    note: str = ""
+    """Why the upgrade was not rehearsed (the ref's release does not install cleanly)."""
+
+    @property
+    def upgrade_fails(self) -> bool:
+        return any(r.upgrade_fails for r in self.releases)
 
     @property
     def changed(self) -> bool:
@@ -541,7 +561,7 @@ _WAIT_TIMEOUT = re.compile(re.escape(TIMEOUT) + r": \[(.*)\]")
 _WAIT_OBJECT = re.compile(r"([A-Za-z0-9.]+/[^\s,\]]+) status:")
 
 
-def outcome_summary(outcome: Any) -> str:
+def outcome_summary(outcome: Any, limit: int = 240) -> str:
     """``Ready``, ``Stalled: times out on PersistentVolumeClaim/ns/x``, or outcome and message.
 
     The wait error names the objects still waited for (fluxcd/pkg ssa/manager_wait.go:
@@ -554,7 +574,7 @@ def outcome_summary(outcome: Any) -> str:
         objs = _WAIT_OBJECT.findall(m.group(1))
         if objs:
             return f"{outcome.outcome}: times out on {', '.join(objs)}"
-    message = clip(outcome.message, 240)
+    message = clip(outcome.message, limit)
     return f"{outcome.outcome}: {message}" if message else outcome.outcome
 
 
@@ -568,13 +588,18 @@ def rehearse(
     release_name: str | None,
     namespace: str,
 ) -> list[Rehearsal]:
-    """Simulate both renders of ``entry`` under each profile (nominal latencies, seed 0)."""
-    from helmsim.release_inputs import build_inputs  # the CLI's HelmRelease/chart pairing
+    """Simulate both renders of ``entry`` under each profile as fresh installs, and the upgrade
+    a rollout performs: the ref's release installed, then upgraded to the working tree's
+    (``--upgrade-from``), with the rules of ``helmsim check`` naming why an upgrade fails (an
+    immutable field: HS105). Nominal latencies, seed 0."""
     from helmsim.cluster.profile import load_profile
+    from helmsim.diagnose.check import CheckOptions, first_clause, run_check
+    from helmsim.release_inputs import build_inputs  # the CLI's HelmRelease/chart pairing
     from helmsim.simulate import simulate
 
-    def outcomes(chart: Path, values: Path | None, prof: Any) -> dict[str, str]:
-        inputs = build_inputs(
+    def inputs(chart: Path, values: Path | None, *, upgrade: bool = False) -> Any:
+        previous = [str(entry.ref_values)] if upgrade and entry.ref_values else []
+        return build_inputs(
             str(chart),
             values=[str(values)] if values else [],
             sets=[],
@@ -582,27 +607,103 @@ def rehearse(
             charts=[],
             release_name=release_name,
             namespace=namespace,
-            upgrade_from=None,
-            upgrade_from_values=[],
+            upgrade_from=str(ref_chart) if upgrade else None,
+            upgrade_from_values=previous,
             upgrade_from_set=[],
         )
-        result = simulate(prof, inputs)
+
+    def outcomes(chart: Path, values: Path | None, prof: Any) -> dict[str, str]:
+        result = simulate(prof, inputs(chart, values))
         return {f"{o.namespace}/{o.name}": outcome_summary(o) for o in result.releases}
+
+    def upgrade(prof: Any) -> tuple[dict[str, tuple[str, str, bool]], str]:
+        try:
+            releases = inputs(worktree_chart, entry.worktree_values, upgrade=True)
+            report = run_check(releases, [prof], options=CheckOptions(verify_fixes=False, tight=False))
+        except InputError as err:  # e.g. the ref's release does not install cleanly
+            return {}, f"upgrade from the ref not rehearsed: {err}"
+        out: dict[str, tuple[str, str, bool]] = {}
+        for (ref, _), o in report.outcomes.items():
+            cause = next(
+                (f for f in report.findings if f.release == ref and f.rule not in ("HS100", "HS106")), None
+            )
+            why = f"{cause.rule} {cause.slug}: {first_clause(cause.message)}" if cause else ""
+            out[ref] = (outcome_summary(o, 400), why, o.simulated and o.outcome != "Ready")
+        return out, ""
 
     out: list[Rehearsal] = []
     for name in profiles:
         prof = load_profile(name)
         before = outcomes(ref_chart, entry.ref_values, prof)
         after = outcomes(worktree_chart, entry.worktree_values, prof)
+        upgraded, note = upgrade(prof)
         names = [*before, *(n for n in after if n not in before)]
-        out.append(
-            Rehearsal(
-                profile=name,
-                releases=tuple(
-                    ReleaseChange(n, before.get(n, "absent"), after.get(n, "absent")) for n in names
-                ),
+        changes = []
+        for n in names:
+            summary, why, fails = upgraded.get(n, ("", "", False))
+            # an upgrade failure of its own: a fresh install of the working tree ends otherwise
+            fails = fails and summary != after.get(n)
+            changes.append(ReleaseChange(n, before.get(n, "absent"), after.get(n, "absent"), summary, why, fails))
+        out.append(Rehearsal(profile=name, releases=tuple(changes), note=note))
+    return out
+
+
+# --- the chart at a ref ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChartAtRef:
+    """A chart directory exported from a git ref into a scratch directory."""
+
+    commit: gitref.Commit
+    chart: Path
+    prefix: str
+    notes: tuple[str, ...] = ()
+
+
+def export_chart_at(chart: str, against: str, scratch: Path) -> ChartAtRef:
+    """Export chart directory ``chart`` as it was at git ref ``against`` under ``scratch``
+    (``gitref.export_dir``: nothing written outside it); bad refs and paths are one-line
+    errors."""
+    chart_dir = Path(chart)
+    if not chart_dir.is_dir():
+        if chart_dir.exists():
+            raise InputError(
+                "a packaged chart has no git history: give the chart directory", file=chart
             )
+        raise InputError("chart not found", file=chart)
+    if not render.is_chart_dir(chart_dir):
+        raise InputError("not a Helm chart (no Chart.yaml)", file=chart)
+    repo, prefix = gitref.find_repo(chart_dir)
+    commit = gitref.resolve(repo, against)
+    ref_chart = scratch / "ref" / (chart_dir.resolve().name or "chart")
+    if not gitref.list_tree(commit, prefix):
+        raise InputError(
+            f"chart directory {prefix or '.'!r} did not exist at {against} ({commit.short})",
+            file=chart,
         )
+    exported = gitref.export_dir(commit, prefix, ref_chart)
+    notes = tuple(
+        f"symlink {link} at {against} not recreated in its export" for link in exported.skipped_links
+    )
+    if not (ref_chart / "Chart.yaml").is_file():
+        raise InputError(
+            f"{prefix or '.'!r} was not a Helm chart at {against} (no Chart.yaml)", file=chart
+        )
+    return ChartAtRef(commit, ref_chart, prefix, notes)
+
+
+def values_at(commit: gitref.Commit, files: Sequence[str], scratch: Path) -> list[str]:
+    """Each values file as it was at ``commit`` (written under ``scratch``); a file outside the
+    repository or not there at the ref is used as it is now."""
+    out: list[str] = []
+    for i, file in enumerate(files):
+        rel = gitref.repo_relative(commit.repo, Path(file))
+        entry = next((e for e in gitref.list_tree(commit, rel) if e.path == rel), None) if rel else None
+        if entry is None or entry.mode == "120000":
+            out.append(file)
+        else:
+            out.append(str(_write_ref(commit, entry, scratch, 1000 + i)))
     return out
 
 
@@ -623,7 +724,7 @@ class DiffReport:
     """What the report could not compare as it is (e.g. symlinks of the ref not exported)."""
 
     @property
-    def failing(self) -> list[EntryResult]:
+    def differing(self) -> list[EntryResult]:
         """Entries that must not differ and do: the expected-identical ones when globs were
         given, otherwise every entry."""
         gated = (
@@ -632,6 +733,13 @@ class DiffReport:
             else self.entries
         )
         return [e for e in gated if e.violates(self.semantic)]
+
+    @property
+    def failing(self) -> list[EntryResult]:
+        """What fails the command: the differing entries and those whose rehearsed upgrade
+        from the ref fails."""
+        differ = {id(e) for e in self.differing}
+        return [e for e in self.entries if id(e) in differ or e.upgrade_fails]
 
 
 def diff_chart(
@@ -655,30 +763,9 @@ def diff_chart(
     both renders of every changed entry under each profile.
     """
     chart_dir = Path(chart)
-    if not chart_dir.is_dir():
-        if chart_dir.exists():
-            raise InputError(
-                "diff needs a chart directory (a packaged chart has no git history)", file=chart
-            )
-        raise InputError("chart not found", file=chart)
-    if not render.is_chart_dir(chart_dir):
-        raise InputError("not a Helm chart (no Chart.yaml)", file=chart)
-    repo, prefix = gitref.find_repo(chart_dir)
-    commit = gitref.resolve(repo, against)
-    ref_chart = scratch / "ref" / (chart_dir.resolve().name or "chart")
-    if not gitref.list_tree(commit, prefix):
-        raise InputError(
-            f"chart directory {prefix or '.'!r} did not exist at {against} ({commit.short})",
-            file=chart,
-        )
-    exported = gitref.export_dir(commit, prefix, ref_chart)
-    notes = [
-        f"symlink {link} at {against} not recreated in its export" for link in exported.skipped_links
-    ]
-    if not (ref_chart / "Chart.yaml").is_file():
-        raise InputError(
-            f"{prefix or '.'!r} was not a Helm chart at {against} (no Chart.yaml)", file=chart
-        )
+    at_ref = export_chart_at(chart, against, scratch)
+    commit, ref_chart, prefix = at_ref.commit, at_ref.chart, at_ref.prefix
+    notes = list(at_ref.notes)
     entries = build_matrix(chart_dir, commit, scratch, values=values, globs=globs)
     for pattern in expect_identical:
         if not any(e.matches(pattern) for e in entries):

@@ -378,3 +378,60 @@ def test_a_bad_values_file_at_the_ref_is_named_by_ref_and_path(commit: Commit) -
     code, out, _ = run("chart", "--against", "HEAD~1")
     assert code == 1
     assert "ref render fails: HEAD~1:ci/default-values.yaml:" in out and "invalid YAML" in out
+
+
+# --- the upgrade rehearsal (issue 18 item 5) ---------------------------------------------------------
+HS105 = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "HS105"
+
+
+def test_rehearse_upgrades_the_refs_release_and_reports_an_immutable_field(repo: Path, commit: Commit) -> None:
+    """A Job's pod template changes: each side installs fine alone, the upgrade is refused."""
+    shutil.copytree(HS105 / "previous", repo / "chart")
+    commit({}, "previous")
+    shutil.rmtree(repo / "chart")
+    shutil.copytree(HS105 / "failing", repo / "chart")
+    commit({}, "new image in the Job")
+    code, out, _ = run("chart", "--against", "HEAD~1", "--rehearse")
+    assert code == 1
+    assert '~ Job/default/migrate: spec.template.spec.containers[0].image: "ghcr.io/example/migrate:1.0.0"' in out
+    assert "rehearse under kind: predicted outcome unchanged (default/hs105: Ready)" in out
+    line = next(ln for ln in out.splitlines() if "upgrade HEAD~1 → working tree" in ln)
+    assert line.startswith("  rehearse under kind: upgrade HEAD~1 → working tree: HelmRelease default/hs105: Stalled: ")
+    assert "Helm upgrade failed for release default/hs105" in line
+    assert "— HS105 immutable-field-change: the upgrade changes an immutable field of Job/default/migrate" in line
+    assert out.splitlines()[-1] == "FAIL: the upgrade from HEAD~1 fails for (chart defaults)"
+    code, doc_text, _ = run("chart", "--against", "HEAD~1", "--rehearse", "--format", "json")
+    [reh] = json.loads(doc_text)["entries"][0]["rehearsals"]
+    [rel] = reh["releases"]
+    assert reh["upgradeFails"] and rel["upgradeFails"] and rel["ref"] == rel["workingTree"] == "Ready"
+    assert rel["upgradeCause"].startswith("HS105 immutable-field-change: the upgrade changes an immutable field of Job/default/migrate")
+
+
+def test_rehearse_an_upgrade_that_converges(repo: Path, commit: Commit) -> None:
+    shutil.copytree(HS105 / "previous", repo / "chart")
+    commit({}, "previous")
+    commit({"chart/templates/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"})
+    code, out, _ = run("chart", "--against", "HEAD~1", "--rehearse")
+    assert code == 1 and out.splitlines()[-1] == "FAIL: 1 entry differs: (chart defaults)"
+    assert "rehearse under kind: upgrade HEAD~1 → working tree: default/hs105: Ready" in out
+
+
+def test_check_upgrade_from_ref_reports_the_immutable_field(repo: Path, commit: Commit, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(HS105 / "previous", repo / "chart")
+    commit({}, "previous")
+    shutil.rmtree(repo / "chart")
+    shutil.copytree(HS105 / "failing", repo / "chart")
+    commit({}, "new image in the Job")
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(app, ["check", "chart", "-p", "kind", "--upgrade-from-ref", "HEAD~1", "--format", "json"])
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert [f["rule"] for f in doc["findings"]] == ["HS105"]
+    assert doc["findings"][0]["object"] == "Job/default/migrate"
+    # the same tree against itself: the upgrade changes nothing
+    same = CliRunner().invoke(app, ["check", "chart", "-p", "kind", "--upgrade-from-ref", "HEAD", "--format", "json"])
+    assert same.exit_code == 0 and json.loads(same.stdout)["findings"] == []
+    bad = CliRunner().invoke(app, ["check", "chart", "--upgrade-from-ref", "no-such-ref"])
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: ") and bad.stderr.count("\n") == 1
+    both = CliRunner().invoke(app, ["check", "chart", "--upgrade-from-ref", "HEAD", "--upgrade-from", "chart"])
+    assert both.exit_code == 2 and "--upgrade-from-ref and --upgrade-from" in both.stderr

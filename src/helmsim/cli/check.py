@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -112,6 +113,14 @@ def check_cmd(
             "--upgrade-from-set", help="--set of the previous release (repeatable).", metavar="K=V"
         ),
     ] = None,
+    upgrade_from_ref: Annotated[
+        str | None,
+        typer.Option(
+            "--upgrade-from-ref",
+            help="Install the chart as it was at this git ref (with its values files as they were there) first, then upgrade to the working tree's.",
+            metavar="REF",
+        ),
+    ] = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
     output: Annotated[
         str | None,
@@ -182,6 +191,12 @@ def check_cmd(
         if p.name in seen:
             raise InputError(f"--profile {p.name} given twice")
         seen.add(p.name)
+    scratch = None  # --upgrade-from-ref's export, read whenever a run renders the previous chart
+    if upgrade_from_ref is not None:
+        scratch = tempfile.TemporaryDirectory(prefix="helmsim-ref-")
+        upgrade_from, upgrade_from_values = _at_ref(
+            Path(scratch.name), target, upgrade_from_ref, upgrade_from, values or [], upgrade_from_values
+        )
     releases = build_inputs(
         target,
         values=values or [],
@@ -226,6 +241,8 @@ def check_cmd(
             ),
             progress=progress.sink,
         )
+    if scratch is not None:
+        scratch.cleanup()  # every run (fix checks included) has rendered from it
     if fmt is CheckFormat.html:
         if not output:
             raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
@@ -248,6 +265,25 @@ def check_cmd(
         )
     if report.at_or_above(level):
         raise typer.Exit(1)
+
+
+def _at_ref(
+    scratch: Path,
+    target: str,
+    ref: str,
+    upgrade_from: str | None,
+    values: list[str],
+    upgrade_from_values: list[str] | None,
+) -> tuple[str, list[str]]:
+    """``--upgrade-from-ref REF``: the chart exported at REF under ``scratch`` and the previous
+    values — ``--upgrade-from-values`` if given, else each ``-f`` file as it was at REF."""
+    from helmsim import diffing
+
+    if upgrade_from is not None:
+        raise InputError("--upgrade-from-ref and --upgrade-from name the previous chart twice: give one")
+    at_ref = diffing.export_chart_at(target, ref, scratch)
+    previous = upgrade_from_values if upgrade_from_values else diffing.values_at(at_ref.commit, values, scratch)
+    return str(at_ref.chart), previous
 
 
 def html_report(report: CheckReport, *, fail_on: str = "error") -> str:

@@ -69,7 +69,7 @@ def diff_cmd(
         bool,
         typer.Option(
             "--rehearse",
-            help="Simulate both renders of each changed entry and compare the predicted outcomes.",
+            help="Simulate both renders of each changed entry, compare the predicted outcomes, and rehearse the upgrade from the ref's release to the working tree's.",
         ),
     ] = False,
     profile: Annotated[
@@ -101,7 +101,8 @@ def diff_cmd(
 ) -> None:
     """Render a chart as it is in the working tree and as it was at a git ref, per values file.
 
-    Exit code 0 when nothing that must stay identical changed, 1 when it did, 2 on bad input.
+    Exit code 0 when nothing that must stay identical changed (and, with --rehearse, the upgrade
+    from the ref gets Ready), 1 otherwise, 2 on bad input.
 
     Examples:
 
@@ -192,16 +193,17 @@ def to_text(report: diffing.DiffReport) -> str:
                         f"  ~ {obj.ref}: … {len(obj.fields) - MAX_FIELDS_SHOWN} more fields (--format json lists all)"
                     )
         for reh in r.rehearsals:
-            changed = [c for c in reh.releases if c.changed]
-            if not changed:
+            installs = [c for c in reh.releases if c.ref != c.worktree]
+            if not installs:
                 main = next((c for c in reh.releases if "not simulated" not in c.ref), None)
                 what = f" ({main.release}: {main.ref})" if main else ""
                 lines.append(f"  rehearse under {reh.profile}: predicted outcome unchanged{what}")
-            for c in changed:
+            for c in installs:
                 lines.append(
                     f"  rehearse under {reh.profile}: HelmRelease {c.release}: "
                     f"{report.against}: {c.ref}; working tree: {c.worktree}"
                 )
+            lines.extend(_upgrade_lines(reh, report.against))
     counts: dict[str, int] = {}
     for r in report.entries:
         counts[r.status] = counts.get(r.status, 0) + 1
@@ -217,16 +219,36 @@ def to_text(report: diffing.DiffReport) -> str:
     lines.append("")
     lines.append(f"{_count(len(report.entries), 'entry', 'entries')}: {', '.join(parts)}.")
     failing = report.failing
-    if failing:
+    upgrades = [r for r in failing if r.upgrade_fails]
+    differ = report.differing
+    if differ:
         scope = "expected identical " if report.expect_identical else ""
-        verb = "differs" if len(failing) == 1 else "differ"
-        names = ", ".join(r.entry.name for r in failing)
+        verb = "differs" if len(differ) == 1 else "differ"
+        names = ", ".join(r.entry.name for r in differ)
         lines.append(
-            f"FAIL: {_count(len(failing), scope + 'entry', scope + 'entries')} {verb}: {names}"
+            f"FAIL: {_count(len(differ), scope + 'entry', scope + 'entries')} {verb}: {names}"
         )
-    else:
+    if upgrades:
+        names = ", ".join(r.entry.name for r in upgrades)
+        lines.append(f"FAIL: the upgrade from {report.against} fails for {names}")
+    if not failing:
         lines.append("OK: nothing that must stay identical changed.")
     return "\n".join(lines) + "\n"
+
+
+def _upgrade_lines(reh: diffing.Rehearsal, against: str) -> list[str]:
+    """The upgrade rehearsal: the ref's release upgraded to the working tree's."""
+    head = f"  rehearse under {reh.profile}: upgrade {against} → working tree"
+    if reh.note:
+        return [f"{head}: {reh.note}"]
+    failed = [c for c in reh.releases if c.upgrade_fails]
+    if not failed:
+        main = next((c for c in reh.releases if c.upgrade and "not simulated" not in c.upgrade), None)
+        return [f"{head}: {main.release}: {main.upgrade}" if main else f"{head}: nothing simulated"]
+    return [
+        f"{head}: HelmRelease {c.release}: {c.upgrade}" + (f" — {c.upgrade_cause}" if c.upgrade_cause else "")
+        for c in failed
+    ]
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -276,10 +298,15 @@ def to_json(report: diffing.DiffReport) -> dict[str, Any]:
                                 "release": c.release,
                                 "ref": c.ref,
                                 "workingTree": c.worktree,
+                                "upgrade": c.upgrade,
+                                "upgradeCause": c.upgrade_cause,
+                                "upgradeFails": c.upgrade_fails,
                                 "changed": c.changed,
                             }
                             for c in reh.releases
                         ],
+                        "upgradeFails": reh.upgrade_fails,
+                        "note": reh.note,
                     }
                     for reh in r.rehearsals
                 ],
