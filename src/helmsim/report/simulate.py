@@ -138,7 +138,7 @@ def _render_releases(result: SimulationResult, diagnosis: CheckReport | None, co
             continue  # shown under the root cause that blocks it
         head = Text.assemble((safe_text(ref), "bold"), "  ", (_verdict(o), OUTCOME_STYLE.get(o.outcome, "")))
         wrapped(console, head)
-        rows = [] if o.outcome == "Ready" else [Row("flux", _summary_message(o))]
+        rows = [Row("flux", _summary_message(o))] if o.simulated or o.outcome != "Ready" else []
         for f, deps in groups:
             if f.release == ref:
                 rows += finding_rows(f, deps)
