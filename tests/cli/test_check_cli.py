@@ -228,6 +228,10 @@ def test_junit_has_one_case_per_release_and_profile(tmp_path: Path) -> None:
             "blocked by agent-platform/agent-platform-connectivity (HS102 unconsumed-wffc-claim)"
         )
         assert suite.failures == 1 and suite.skipped == 5
+        assert main.result[0].text.rstrip().endswith(
+            "blocks: agent-platform/agent-manager, agent-platform/kagent, agent-platform/model-manager, "
+            "agent-platform/substrate (dependsOn it, HS106)"
+        )
 
 
 def test_text_report_has_the_summary_and_the_chain(tmp_path: Path) -> None:

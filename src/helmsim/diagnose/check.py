@@ -452,6 +452,7 @@ def _why_still_failing(
 
 
 def first_clause(message: str) -> str:
-    """A rule message up to its first ``": "`` (its statement, without the elaboration)."""
-    head, sep, _ = message.partition(": ")
-    return head if sep and len(head) >= 20 else message
+    """A rule message up to its first ``": "`` or ``". "`` (its statement, without the
+    elaboration)."""
+    cuts = [i for i in (message.find(": ", 20), message.find(". ", 20)) if i >= 0]
+    return message[: min(cuts)] if cuts else message

@@ -76,6 +76,14 @@ def _finish(suites: ET.Element) -> str:
     )
 
 
+def _blocks(dependents: list[Finding]) -> str:
+    """The body's last line for a root cause that blocks other releases (their cases skip)."""
+    if not dependents:
+        return ""
+    names = ", ".join(sorted(d.release for d in dependents))
+    return f"\nblocks: {names} (dependsOn it, {dependents[0].rule})"
+
+
 def _blocking_cause(
     report: CheckReport, finding: Finding, profile: str, floor: Severity | None
 ) -> Finding | None:
@@ -123,9 +131,10 @@ def _suite(
         elif failing:
             failures += 1
             f, occ = failing[0]
+            blocked = {id(root): deps for root, deps in report.root_causes()}
             body = "\n\n".join(
                 f"{ff.rule} {ff.slug} ({oo.severity.name}) {ff.location.obj} ({ff.location.file}:{ff.location.line})\n"
-                f"{oo.message}\n" + "\n".join(f"  {s}" for s in oo.chain)
+                f"{oo.message}\n" + "\n".join(f"  {s}" for s in oo.chain) + _blocks(blocked.get(id(ff), []))
                 for ff, oo in failing
             )
             el = ET.SubElement(
