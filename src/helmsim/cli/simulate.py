@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated
@@ -166,15 +167,19 @@ def simulate_cmd(
         if failed and not quiet:
             with StderrProgress() as progress:
                 diagnosis = diagnose(prof, releases, result, charts, cfg, limit, progress.sink)
-        args = {"diagnosis": diagnosis, "timeline": timeline, "full_timeline": full_timeline, "quiet": quiet, "config": cfg.source}
-        if output and output != "-":
-            import io
-
-            buf = io.StringIO()
-            report.render_text(result, text_console(buf), **args)
+        to_file = bool(output and output != "-")
+        buf = io.StringIO()
+        report.render_text(
+            result,
+            text_console(buf) if to_file else report_console(no_color=no_color),
+            diagnosis=diagnosis,
+            timeline=timeline,
+            full_timeline=full_timeline,
+            quiet=quiet,
+            config=cfg.source,
+        )
+        if to_file:
             emit(buf.getvalue(), output)
-        else:
-            report.render_text(result, report_console(no_color=no_color), **args)
     if failed:
         raise typer.Exit(1)
 

@@ -228,7 +228,8 @@ def summary_table(report: CheckReport, console: Console) -> None:
         for i, (key, profiles) in enumerate(groups.items()):
             if i:
                 line.append("; ")
-            line.append_text(styled[key] if isinstance(styled[key], Text) else Text(safe_text(key)))
+            shown = styled[key]
+            line.append_text(shown if isinstance(shown, Text) else Text(safe_text(key)))
             under = "every profile" if len(groups) == 1 and len(profiles) > 1 else ", ".join(profiles)
             line.append(f" ({under})")
         wrapped(console, line)

@@ -767,12 +767,12 @@ def _overview(
     for ref in refs:
         cells = []
         for r, res in enumerate(runs):
-            o = next((x for x in res.releases if f"{x.namespace}/{x.name}" == ref), None)
-            if o is None:
+            found = next((x for x in res.releases if f"{x.namespace}/{x.name}" == ref), None)
+            if found is None:
                 cells.append("<td>–</td>")
                 continue
-            sev = _OUTCOME_SEVERITY.get(o.outcome, "info")
-            label = f"{o.outcome}{'' if o.simulated else ' (not simulated)'}"
+            sev = _OUTCOME_SEVERITY.get(found.outcome, "info")
+            label = f"{found.outcome}{'' if found.simulated else ' (not simulated)'}"
             chip = (
                 f'<span class="verdict-chip sev-{sev}"><span aria-hidden="true">{_GLYPH[sev]}</span> {_e(label)}</span>'
             )
