@@ -194,7 +194,8 @@ def read_objects(files: Iterable[tuple[str, str]]) -> list[tuple[Source, dict[st
     dropped), in file and document order."""
     raw: list[tuple[Source, dict[str, Any]]] = []
     for path, text in files:
-        for doc in yamlio.load_documents(text, path):
+        # a repeated key keeps its last value, as Helm's and kubectl's decoding does
+        for doc in yamlio.load_documents(text, path, last_key_wins=True):
             source = Source(path=path, index=doc.index, line=doc.line)
             if doc.value is None:
                 continue  # a document of only comments: nothing to apply

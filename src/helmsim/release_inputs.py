@@ -120,7 +120,7 @@ def _meta_chart_tree(
         values_files=values_files,
     )
     rendered = load_release(target, opts)
-    tree = flux_inputs.flux_tree_from_files(list(rendered.files), namespace=namespace)
+    tree = flux_inputs.flux_tree_from_files(list(rendered.files), namespace=namespace, rendered=True)
     return tree if tree.helmreleases else None
 
 

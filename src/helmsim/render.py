@@ -356,7 +356,7 @@ def helm_template_order(files: Iterable[RenderedFile], *, from_chart: bool = Tru
     hooks: list[tuple[str, TemplateDocument]] = []
     for f in sorted((f for f in listed if not f.is_crd_file and _is_manifest_template(f.path)), key=lambda f: f.path):
         for body, line in yamlio.split_documents(f.content):
-            head = yamlio.load_one(body, f.path, line)
+            head = yamlio.load_one(body, f.path, line, last_key_wins=True)
             head = head if isinstance(head, dict) else {}
             meta = head.get("metadata")
             annotations = meta.get("annotations") if isinstance(meta, dict) else None
@@ -430,7 +430,7 @@ def _redacted(body: str, path: str, line: int) -> str:
 
     from helmsim.redaction import redact_object, scrub
 
-    doc = yamlio.load_one(body, path, line) if body.strip() else None
+    doc = yamlio.load_one(body, path, line, last_key_wins=True) if body.strip() else None
     if isinstance(doc, (Mapping, list)):
         hidden = redact_object(doc)
         if hidden != doc:

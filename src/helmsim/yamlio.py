@@ -158,26 +158,32 @@ def _append(docs: list[tuple[str, int]], text: str, start: int, end: int, line: 
         docs.append((stripped, line + text.count("\n", start, start + lead)))
 
 
-def load_documents(text: str, source: str) -> list[Document]:
-    """Parse every document of ``text``; ``source`` names the file in errors."""
+def load_documents(text: str, source: str, *, last_key_wins: bool = False) -> list[Document]:
+    """Parse every document of ``text``; ``source`` names the file in errors.
+
+    ``last_key_wins``: a key repeated in one mapping keeps its last value instead of being an
+    error — how a manifest is decoded on its way to the API server (below)."""
     text = text.removeprefix(_BOM)
     limits.check("max_file_size", len(text), "manifest", file=source)
     chunks = split_documents(text)
     limits.check("max_objects", len(chunks), "YAML documents", file=source)
     suspect = _NUMERIC_SUSPECT.search(text) is not None
     return [
-        Document(value=_load(chunk, source, line, suspect), index=index, line=line)
+        Document(value=_load(chunk, source, line, suspect, last_key_wins), index=index, line=line)
         for index, (chunk, line) in enumerate(chunks)
     ]
 
 
-def load_one(text: str, source: str, first_line: int = 1) -> Any:
-    """Parse one YAML document with Kubernetes semantics; errors name ``source`` and the line."""
+def load_one(text: str, source: str, first_line: int = 1, *, last_key_wins: bool = False) -> Any:
+    """Parse one YAML document with Kubernetes semantics; errors name ``source`` and the line
+    (``last_key_wins`` as in :func:`load_documents`)."""
     text = text.removeprefix(_BOM)
-    return _load(text, source, first_line, _NUMERIC_SUSPECT.search(text) is not None)
+    return _load(text, source, first_line, _NUMERIC_SUSPECT.search(text) is not None, last_key_wins)
 
 
-def _load(text: str, source: str, first_line: int, suspect: bool) -> Any:
+def _load(
+    text: str, source: str, first_line: int, suspect: bool, last_key_wins: bool = False
+) -> Any:
     bounds = limits.current()
     if bounds.max_document_size and len(text) > bounds.max_document_size:
         limits.check("max_document_size", len(text), "YAML document", file=source, line=first_line)
@@ -192,7 +198,7 @@ def _load(text: str, source: str, first_line: int, suspect: bool) -> Any:
             if not isinstance(value, list) or not text.lstrip().startswith("---"):
                 if not _needs_goyaml(value, bounds.max_depth):
                     return value
-    return _load_goyaml(text, source, first_line)
+    return _load_goyaml(text, source, first_line, last_key_wins)
 
 
 @functools.lru_cache(maxsize=4)
@@ -471,7 +477,12 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[str, Any]:
             raise yaml.constructor.ConstructorError(
                 None, None, "invalid map key: a mapping key cannot be null", key_node.start_mark
             )
-        if text in lines:
+        if text in lines and loader.last_key_wins:
+            # Helm's kube client decodes a manifest with sigs.k8s.io/yaml YAMLToJSON (non-strict
+            # gopkg.in/yaml.v2 into a map: a repeated key overwrites), so the API server only ever
+            # sees the last value (helm/helm pkg/kube/client.go Build, resource.Builder Stream)
+            del out[text]
+        elif text in lines:
             first, earlier = lines[text]
             if type(earlier) is type(key) and earlier == key:
                 # gopkg.in/yaml.v2 decode.go setMapIndex (strict): "key ... already set in map"
@@ -490,9 +501,10 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[str, Any]:
 _GoYamlLoader.add_constructor(_YAML_TAG + "map", _construct_mapping)
 
 
-def _load_goyaml(text: str, source: str, first_line: int) -> Any:
+def _load_goyaml(text: str, source: str, first_line: int, last_key_wins: bool = False) -> Any:
     try:
         loader = _GoYamlLoader(text)
+        loader.last_key_wins = last_key_wins
         loader.line_offset = first_line - 1
         loader.source = source
         loader.depth = 0

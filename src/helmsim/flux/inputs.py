@@ -29,15 +29,18 @@ def load_flux_tree(paths: Sequence[str]) -> FluxTree:
     return flux_tree_from_files([f for path in paths for f in read_manifest_input(path)])
 
 
-def flux_tree_from_files(files: Sequence[tuple[str, str]], *, namespace: str | None = None) -> FluxTree:
+def flux_tree_from_files(
+    files: Sequence[tuple[str, str]], *, namespace: str | None = None, rendered: bool = False
+) -> FluxTree:
     """HelmReleases and other objects from ``(path, text)`` pairs, e.g. a rendered meta-chart;
-    objects without a namespace get ``namespace`` when given."""
+    objects without a namespace get ``namespace`` when given. ``rendered``: the texts are Helm's
+    output, decoded as Helm's kube client does (a repeated key keeps its last value)."""
     hrs: list[HelmRelease] = []
     objects: list[Mapping[str, Any]] = []
     sources: list[tuple[str, int]] = []
     for file, text in files:
         chunks = dict(enumerate(c for c, _ in yamlio.split_documents(text)))
-        for doc in yamlio.load_documents(text, file):
+        for doc in yamlio.load_documents(text, file, last_key_wins=rendered):
             values = doc.value.get("items") if isinstance(doc.value, dict) and doc.value.get("kind") == "List" else [doc.value]
             if values is not None and not isinstance(values, list):
                 raise InputError("items of a List is not a list", file=file, line=doc.line)
