@@ -7,10 +7,31 @@ it is one line and exit 130 like any other (``helmsim.interrupts``), never a tra
 from __future__ import annotations
 
 
+# The filter multiprocessing's resource tracker is started with (below).
+TRACKER_FILTER = "ignore:resource_tracker:UserWarning"
+
+
+def quiet_resource_tracker() -> None:
+    """Keep multiprocessing's resource tracker from printing after a Ctrl-C.
+
+    A Ctrl-C ends the worker pools at once; the semaphores of their queues are then left to the
+    tracker (a separate process), which unlinks them and warns "There appear to be N leaked
+    semaphore objects to clean up at shutdown" on stderr, after our one line. It is started with
+    this interpreter's warning options (CPython Lib/multiprocessing/util.py
+    _args_from_interpreter_flags), so the filter is added to them before any pool exists; the
+    tracker still unlinks what it finds.
+    """
+    import sys
+
+    if TRACKER_FILTER not in sys.warnoptions:
+        sys.warnoptions.append(TRACKER_FILTER)
+
+
 def main() -> None:
     """Install the Ctrl-C handler, import the CLI, run it."""
     from helmsim import interrupts
 
+    quiet_resource_tracker()
     interrupts.install()
     try:
         from helmsim.cli import main as cli_main
