@@ -124,8 +124,15 @@ def test_keys_1_and_true_are_two_keys_in_a_manifest(tmp_path, capsys, monkeypatc
     f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  1: one\n  true: yes\n")
     code, out, err = run(capsys, monkeypatch, "plan", f)
     assert (code, err) == (0, "") and "ConfigMap" in out
+    # 1 and '1' are one JSON key: in a manifest the last value is what Helm's client sends
+    # (tests/realcharts/test_duplicate_keys.py); in a file written for helmsim it is an error
     f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  1: one\n  '1': uno\n")
-    assert "duplicate" in one_error(*run(capsys, monkeypatch, "plan", f)[::2])
+    code, out, err = run(capsys, monkeypatch, "plan", f)
+    assert (code, err) == (0, "") and "ConfigMap" in out
+    values = tmp_path / "values.yaml"
+    values.write_text("a:\n  1: one\n  '1': uno\n")
+    c = chart(tmp_path, "web", {"d.yaml": _DEPLOYMENT.format(replicas=1)})
+    assert "duplicate" in one_error(*run(capsys, monkeypatch, "plan", c, "-f", values)[::2])
 
 
 # --- budgets --------------------------------------------------------------------------------------
