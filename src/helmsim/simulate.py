@@ -738,3 +738,9 @@ __all__ = [
     "with_catalog",
     "with_declared_crds",
 ]
+
+
+def with_config(releases: Sequence[ReleaseInput], cfg: Any) -> list[ReleaseInput]:
+    """``releases`` with what a ``.helmsim.yaml`` (:class:`helmsim.config.Config`) adds to them:
+    its behaviour catalog entries and the CRDs its ``unmappedReleases`` declare."""
+    return with_declared_crds(with_catalog(releases, cfg.catalog), cfg.unmapped_releases)

@@ -7,6 +7,9 @@ not depend on how many runs are drawn.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ from explain_helpers import SEED1_ARGS, SEED2_ARGS
 from typer.testing import CliRunner
 
 from helmsim.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
 
 runner = CliRunner()
 
@@ -126,3 +131,16 @@ def test_the_seed2_example_in_the_docs_is_what_explain_prints() -> None:
     )
     assert result.exit_code == 0
     assert [line.rstrip() for line in result.stdout.splitlines()] == [line.rstrip() for line in block.splitlines()]
+
+
+def test_explain_reads_the_config_as_simulate_and_check_do(tmp_path: Path) -> None:
+    # .helmsim.yaml's behaviour catalog and declared CRDs shape every run explain makes: a broken
+    # one is the same one-line error simulate gives, not ignored
+    chart = tmp_path / "chart"
+    shutil.copytree(ROOT / "tests/realcharts/duplicate-keys", chart)
+    (chart / ".helmsim.yaml").write_text("catalog: 5\n")
+    observed = str(ROOT / "examples/explain/seed2-incident.observation.yaml")
+    for args in (["explain", str(chart), "-O", observed], ["simulate", str(chart)]):
+        done = subprocess.run([sys.executable, "-m", "helmsim", *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2
+        assert done.stderr == f"error: {chart / '.helmsim.yaml'}:1: catalog: must be a list of catalog entries\n"

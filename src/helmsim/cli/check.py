@@ -14,7 +14,6 @@ from helmsim.cli import options
 from helmsim.cli.app import command, emit, report_console
 from helmsim.cli.progress import StderrProgress
 from helmsim.release_inputs import build_inputs
-from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
 from helmsim.config import config_for, describe
 from helmsim.diagnose.check import CheckOptions, CheckReport, run_check
@@ -23,7 +22,7 @@ from helmsim.errors import InputError
 from helmsim.report import findings as text_report
 from helmsim.report import junit, sarif
 from helmsim.report.safe import text_console
-from helmsim.simulate import DEFAULT_HORIZON, with_catalog, with_declared_crds
+from helmsim.simulate import DEFAULT_HORIZON, with_config
 
 DEFAULT_PROFILES = ("kind", "cilium-default", "cilium-always", "eks-gp3")
 
@@ -210,16 +209,8 @@ def check_cmd(
         upgrade_from_set=upgrade_from_set or [],
         repository_root=repository_root,
     )
-    releases = with_catalog(releases, cfg.catalog)
-    releases = with_declared_crds(releases, cfg.unmapped_releases)
-    limit = DEFAULT_HORIZON
-    if horizon is not None:
-        try:
-            limit = to_seconds(horizon)
-        except ValueError as err:
-            raise InputError(f"--horizon {horizon!r}: {err}") from None
-        if limit <= 0:
-            raise InputError(f"--horizon {horizon!r}: must be longer than 0s")
+    releases = with_config(releases, cfg)
+    limit = options.seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
     level = (fail_on.value if fail_on else None) or cfg.fail_on or "error"
     with StderrProgress(enabled=not quiet) as progress:
         report = run_check(

@@ -11,14 +11,14 @@ import typer
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, console, emit, err_console
-from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import load_profile
 from helmsim.errors import InputError
 from helmsim.explain import report
 from helmsim.explain.observation import load_observation
 from helmsim.explain.search import Options, explain
 from helmsim.release_inputs import build_inputs
-from helmsim.simulate import DEFAULT_HORIZON
+from helmsim.config import config_for
+from helmsim.simulate import DEFAULT_HORIZON, with_config
 
 
 class ExplainFormat(str, Enum):
@@ -127,14 +127,9 @@ def explain_cmd(
         upgrade_from_values=upgrade_from_values or [],
         upgrade_from_set=upgrade_from_set or [],
     )
-    limit = DEFAULT_HORIZON
-    if horizon is not None:
-        try:
-            limit = to_seconds(horizon)
-        except ValueError as err:
-            raise InputError(f"--horizon {horizon!r}: {err}") from None
-        if limit <= 0:
-            raise InputError(f"--horizon {horizon!r}: must be longer than 0s")
+    # .helmsim.yaml's catalog and declared CRDs apply to explain as to simulate and check
+    releases = with_config(releases, config_for(target))
+    limit = options.seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
     ex = explain(
         releases,
         prof,

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from helmsim import taskpool
+from helmsim.cluster.latency import to_seconds
 from helmsim.errors import InputError
 from helmsim.render import SetValue, set_values
 
@@ -157,3 +158,16 @@ def capabilities(
 
     prof = load_profile(profile)
     return kube_version or prof.kubernetes_version, tuple(prof.capability_api_versions(kube_version)) + extra
+
+
+def seconds(text: str | None, default: float, flag: str, *, positive: bool = False) -> float:
+    """A duration flag (``90``, ``5m``, ``1h30m``) in seconds; ``default`` when not given."""
+    if text is None:
+        return default
+    try:
+        value = to_seconds(text)
+    except ValueError as err:
+        raise InputError(f"{flag} {text!r}: {err}") from None
+    if positive and value <= 0:
+        raise InputError(f"{flag} {text!r}: must be longer than 0s")
+    return value

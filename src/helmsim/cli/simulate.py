@@ -14,7 +14,6 @@ from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, emit, report_console
 from helmsim.cli.progress import StderrProgress
-from helmsim.cluster.latency import to_seconds
 from helmsim.cluster.profile import ClusterProfile, load_profile
 from helmsim.config import Config, config_file, config_for, describe
 from helmsim.errors import InputError
@@ -29,8 +28,7 @@ from helmsim.simulate import (
     SimulationResult,
     prepare_charts,
     simulate,
-    with_catalog,
-    with_declared_crds,
+    with_config,
 )
 
 if TYPE_CHECKING:
@@ -42,18 +40,6 @@ class SimFormat(str, Enum):
     text = "text"
     json = "json"
     html = "html"
-
-
-def _seconds(text: str | None, default: float, flag: str, *, positive: bool = False) -> float:
-    if text is None:
-        return default
-    try:
-        value = to_seconds(text)
-    except ValueError as err:
-        raise InputError(f"{flag} {text!r}: {err}") from None
-    if positive and value <= 0:
-        raise InputError(f"{flag} {text!r}: must be longer than 0s")
-    return value
 
 
 @command("simulate")
@@ -139,12 +125,11 @@ def simulate_cmd(
     # .helmsim.yaml's behaviour catalog (and its rule settings) apply to simulate as to check
     # (docs/behaviour.md)
     cfg = config_for(target)
-    releases = with_catalog(releases, cfg.catalog)
-    releases = with_declared_crds(releases, cfg.unmapped_releases)
+    releases = with_config(releases, cfg)
     if runs >= 2:
         _monte_carlo(prof, releases, runs, seed, options.backend(backend, ray_address), fmt, output, horizon, unmapped_ready_after, cfg.source, quiet)
         return
-    limit = _seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
+    limit = options.seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
     charts = prepare_charts(prof, releases)
     result = simulate(
         prof,
@@ -152,7 +137,7 @@ def simulate_cmd(
         horizon=limit,
         seed=seed,
         sample_latencies=runs == 1,
-        unmapped_ready_after=_seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
+        unmapped_ready_after=options.seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
         prepared=charts,
     )
     failed = any(o.simulated and o.outcome != "Ready" for o in result.releases)
@@ -222,8 +207,8 @@ def _monte_carlo(
     With ``--format html``: the nominal (deterministic) run's timeline with each release's
     outcome histogram and time to Ready over the sampled runs next to it.
     """
-    limit = _seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
-    unmapped = _seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after")
+    limit = options.seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
+    unmapped = options.seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after")
     task_type = HtmlSimulateTask if fmt is SimFormat.html else montecarlo.SimulateTask
     task = task_type(prof, tuple(releases), limit, unmapped)
     with StderrProgress(enabled=not quiet) as progress:

@@ -58,7 +58,8 @@ def safe_data(data: Any) -> Any:
 
 def dump_json(data: Any, *, indent: int | None = 2, sort_keys: bool = False) -> str:
     """``data`` as JSON text (with a final newline), secrets redacted, and no raw character
-    that a terminal would act on (json escapes C0; C1 and bidi controls become ``\\uXXXX``)."""
+    that a terminal would act on (json escapes C0; C1 and bidi controls become ``\\u`` escapes
+    of four hex digits)."""
     text = json.dumps(safe_data(data), indent=indent, sort_keys=sort_keys, ensure_ascii=False)
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) + "\n"
 
