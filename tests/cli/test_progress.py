@@ -22,7 +22,8 @@ CHECK = ["check", str(SEED1), "--helmrelease", str(SEED1 / "flux")]
 def _run_on_pty(*args: str) -> tuple[int, str, str]:
     """Run helmsim with stderr on a pty (stdout a pipe): exit code, stdout, what the pty got."""
     master, slave = pty.openpty()
-    env = {**os.environ, "COLUMNS": "100"}
+    # bars from the first instant: a fast machine finishes 40 runs inside the default second
+    env = {**os.environ, "COLUMNS": "100", "HELMSIM_PROGRESS_DELAY": "0"}
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "helmsim", *args],
@@ -96,3 +97,15 @@ def test_nothing_is_drawn_for_work_under_the_delay() -> None:
         p.update("slow", 2, 2)
     assert "slow" in fake.getvalue()
     assert StderrProgress(file=io.StringIO()).sink is None  # not a terminal: inert
+
+
+def test_progress_delay_comes_from_the_environment(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from helmsim.cli.progress import DELAY, configured_delay
+
+    monkeypatch.setenv("HELMSIM_PROGRESS_DELAY", "0")
+    assert StderrProgress(file=_Tty()).delay == 0.0
+    monkeypatch.setenv("HELMSIM_PROGRESS_DELAY", "2.5")
+    assert configured_delay() == 2.5
+    for bad in ("-1", "soon", "nan", "inf", ""):
+        monkeypatch.setenv("HELMSIM_PROGRESS_DELAY", bad)
+        assert configured_delay() == DELAY, bad

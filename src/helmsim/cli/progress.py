@@ -2,13 +2,14 @@
 
 One :class:`StderrProgress` per command: each phase (``simulating 4 profiles × 6 HelmReleases``,
 ``sampled runs``, ``re-simulating fixes``) is a bar with its count and elapsed time. Nothing is
-drawn until the work has taken :data:`DELAY` seconds, nothing at all when stderr is not a
+drawn until the work has taken :data:`DELAY` seconds (``HELMSIM_PROGRESS_DELAY``), nothing at all when stderr is not a
 terminal or with ``--quiet``, and the bars are removed when the work is done (``transient``), so
 stdout and the report never carry them.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -19,7 +20,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 DELAY = 1.0
-"""Seconds of work before any progress is shown."""
+"""Seconds of work before any progress is shown (``HELMSIM_PROGRESS_DELAY`` overrides it)."""
+
+
+def configured_delay() -> float:
+    """``HELMSIM_PROGRESS_DELAY`` in seconds when it is a number ≥ 0, else :data:`DELAY`."""
+    raw = os.environ.get("HELMSIM_PROGRESS_DELAY", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DELAY
+    return value if value >= 0 and value == value and value != float("inf") else DELAY
 
 Sink = Callable[[str, int, int], None]
 """``(phase, done, total)``: what the pipeline reports (no Rich below the CLI)."""
@@ -29,10 +40,10 @@ class StderrProgress:
     """Bars per phase on stderr after :data:`DELAY` seconds; inert when ``enabled`` is false or
     ``file`` (default stderr) is not a terminal."""
 
-    def __init__(self, *, enabled: bool = True, file: IO[str] | None = None, delay: float = DELAY) -> None:
+    def __init__(self, *, enabled: bool = True, file: IO[str] | None = None, delay: float | None = None) -> None:
         out = file if file is not None else sys.stderr
         self.enabled = enabled and out.isatty()
-        self.delay = delay
+        self.delay = configured_delay() if delay is None else delay
         self._file = out
         self._bar: Progress | None = None
         self._tasks: dict[str, TaskID] = {}
