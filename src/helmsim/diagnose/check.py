@@ -234,7 +234,7 @@ def _has_policies(run: ProfileRun) -> bool:
 def _run_rules(rules: Sequence[RuleSpec], run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
     for spec in rules:
-        out.extend(spec.check(run))
+        out.extend(run.candidates(spec))
     return out
 
 
@@ -393,14 +393,14 @@ def _check_fix(
     outcome = fixed.outcome(finding.release)
     again = [
         c
-        for c in spec.check(fixed)
+        for c in fixed.candidates(spec)
         if c.obj == finding.location.obj and c.release == finding.release
     ]
     if transform.tight and not again and has_race_window(fixed):
         tight = _fixed_run(fix_key, transform, profile, releases, options, True, memo)
         again = [
             c
-            for c in spec.check(tight)
+            for c in tight.candidates(spec)
             if c.obj == finding.location.obj and c.release == finding.release
         ]
     resolved = not again
@@ -446,7 +446,7 @@ def _why_still_failing(
         c
         for r in rules
         if r.id in CAUSE_ORDER and r.id != fixed_rule
-        for c in r.check(run)
+        for c in run.candidates(r)
         if c.release == release and c.severity >= Severity.error
     ]
     return min(found, key=lambda c: CAUSE_ORDER.index(c.rule), default=None)

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.cluster.trace import Trace, TraceEvent
@@ -14,6 +15,10 @@ from helmsim.helm.actions import ChartRelease
 from helmsim.manifests import Resource
 from helmsim.redaction import clip
 from helmsim.simulate import ReleaseInput, ReleaseOutcome, SimulationResult
+
+if TYPE_CHECKING:
+    from helmsim.diagnose.model import Candidate
+    from helmsim.diagnose.registry import RuleSpec
 
 
 @dataclass
@@ -26,6 +31,17 @@ class ProfileRun:
     charts: dict[str, ChartRelease]
     previous: dict[str, ChartRelease] = field(default_factory=dict)
     variant: str = "nominal"
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Answers computed once per run: the run is finished, its trace never changes."""
+
+    def candidates(self, spec: RuleSpec) -> list[Candidate]:
+        """What rule ``spec`` reports on this run, computed once (a fix's run is judged by the
+        rule it fixes and by every other rule, for each finding it fixes)."""
+        key = ("rule", spec.id)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = tuple(spec.check(self))
+        return list(found)
 
     # --- lookups ---------------------------------------------------------------------------------
     @property
@@ -86,12 +102,34 @@ class ProfileRun:
         return Location(f"HelmRelease/{hr_ref}", str(chart) if chart else "", 1)
 
     # --- trace queries ---------------------------------------------------------------------------
+    @cached_property
+    def _by_what(self) -> dict[str, list[TraceEvent]]:
+        out: dict[str, list[TraceEvent]] = {}
+        for e in self.trace:
+            out.setdefault(e.what, []).append(e)
+        return out
+
+    @cached_property
+    def _by_obj(self) -> dict[str, list[TraceEvent]]:
+        out: dict[str, list[TraceEvent]] = {}
+        for e in self.trace:
+            out.setdefault(e.obj, []).append(e)
+        return out
+
+    def _scan(self, what: str | None, obj: str | None) -> list[TraceEvent] | Trace:
+        """The trace events a query on ``what`` and ``obj`` can match, in trace order."""
+        if obj is not None:
+            return self._by_obj.get(obj, [])
+        if what is not None:
+            return self._by_what.get(what, [])
+        return self.trace
+
     def events(
         self, *, what: str | None = None, obj: str | None = None, prefix: str | None = None
     ) -> list[TraceEvent]:
         return [
             e
-            for e in self.trace
+            for e in self._scan(what, obj)
             if (what is None or e.what == what)
             and (obj is None or e.obj == obj)
             and (prefix is None or e.obj.startswith(prefix))
@@ -103,7 +141,7 @@ class ProfileRun:
         return next(
             (
                 e
-                for e in self.trace
+                for e in self._scan(what, obj)
                 if (what is None or e.what == what)
                 and (obj is None or e.obj == obj)
                 and e.time >= after
@@ -120,7 +158,7 @@ class ProfileRun:
     def created_by_helm(self, obj: str) -> TraceEvent | None:
         """When Helm created ``obj`` (the first time)."""
         return next(
-            (e for e in self.trace if e.what == "created" and e.obj == obj and e.actor == "helm"),
+            (e for e in self._by_obj.get(obj, ()) if e.what == "created" and e.actor == "helm"),
             None,
         )
 
@@ -147,24 +185,30 @@ class ProfileRun:
     def first_failed_attempt(self, hr_ref: str) -> tuple[TraceEvent, TraceEvent] | None:
         """``(action-start, release failed)`` of the first install/upgrade that failed."""
         label = self.label(hr_ref) + ".v"
-        for e in self.trace:
-            if e.what == "release" and e.obj.startswith(label) and e.data.get("status") == "failed":
+        for e in self._by_what.get("release", ()):
+            if e.obj.startswith(label) and e.data.get("status") == "failed":
                 start = self.trace[e.cause] if e.cause is not None else e
                 return start, e
         return None
 
     def failure_tail(self, hr_ref: str, *, after: float = -1.0) -> list[Step]:
         """How the release ended, as chain steps: Helm's error, the HelmRelease's conditions."""
+        key = ("failure_tail", hr_ref, after)
+        if key not in self._memo:
+            self._memo[key] = tuple(self._failure_tail(hr_ref, after))
+        return list(self._memo[key])
+
+    def _failure_tail(self, hr_ref: str, after: float) -> list[Step]:
         out: list[Step] = []
         attempt = self.first_failed_attempt(hr_ref)
         if attempt is not None:
             start, failed = attempt
+            ends = [e for w in ("wait-end", "hook-failed", "apply-error") for e in self._by_what.get(w, ())]
             cause = next(
                 (
                     e
-                    for e in self.trace
+                    for e in sorted(ends, key=lambda e: e.id)
                     if start.time <= e.time <= failed.time
-                    and e.what in ("wait-end", "hook-failed", "apply-error")
                     and (e.what != "wait-end" or e.data.get("error"))
                     and e.time >= after
                 ),
@@ -182,9 +226,8 @@ class ProfileRun:
         cond = next(
             (
                 e
-                for e in self.trace
-                if e.obj == hr_obj
-                and e.what == "condition"
+                for e in self._by_obj.get(hr_obj, ())
+                if e.what == "condition"
                 and e.data.get("status") == "False"
                 and e.data.get("reason") != "DependencyNotReady"
             ),
@@ -192,7 +235,7 @@ class ProfileRun:
         )
         if cond is not None:
             out.append(step(cond, _short(cond.message)))
-        stalled = next((e for e in self.trace if e.obj == hr_obj and e.what == "stalled"), None)
+        stalled = next((e for e in self._by_obj.get(hr_obj, ()) if e.what == "stalled"), None)
         if stalled is not None:
             o = self.outcome(hr_ref)
             out.append(

@@ -77,7 +77,7 @@ def race_candidates(run: ProfileRun, rule_ids: Sequence[str]) -> list[Candidate]
     all_rules()
     out: list[Candidate] = []
     for rid in rule_ids:
-        out.extend(RULES[rid].check(run))
+        out.extend(run.candidates(RULES[rid]))
     return out
 
 

@@ -166,7 +166,7 @@ def _rule_fixes(run: ProfileRun) -> tuple[tuple[tuple[str, str], ...], tuple[str
     keys: dict[str, str] = {}
     causes: list[str] = []
     for spec in sorted(all_rules(), key=lambda r: r.id in GENERIC_RULES):
-        for c in spec.check(run):
+        for c in run.candidates(spec):
             causes.append(f"{spec.summary} ({spec.id} {spec.slug}): {c.message}")
             for fx in c.fixes:
                 if fx.key and fixlib.transform_for(fx.key) is not None:

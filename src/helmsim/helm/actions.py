@@ -152,6 +152,34 @@ def live_status(sim: Simulation, res: Resource, reader: str) -> Result:
 
 
 # --- waiting -------------------------------------------------------------------------------------
+_CLOCKED_KINDS = frozenset({"Pod", "ReplicaSet", "StatefulSet"})
+"""Kinds whose status is not a function of the object alone: a Pod's reads the clock (its 15 s
+unschedulable window), a ReplicaSet's and a StatefulSet's read their pods."""
+
+
+class _StatusCache:
+    """``live_status`` for one wait, each object read again only after a write changed its
+    ``resourceVersion`` (kstatus is a function of the object, but for :data:`_CLOCKED_KINDS`)."""
+
+    def __init__(self, sim: Simulation, reader: str) -> None:
+        self.sim = sim
+        self.reader = reader
+        self._seen: dict[tuple[str, str, str], tuple[str, Result]] = {}
+
+    def __call__(self, res: Resource) -> Result:
+        if res.kind in _CLOCKED_KINDS:
+            return live_status(self.sim, res, self.reader)
+        key = (res.kind, res.namespace or "", res.name)
+        obj = self.sim.store.get(*key)
+        version = "" if obj is None else str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        seen = self._seen.get(key)
+        if seen is not None and seen[0] == version and version:
+            return seen[1]
+        result = live_status(self.sim, res, self.reader)
+        self._seen[key] = (version, result)
+        return result
+
+
 def wait_for(
     ctx: HelmContext,
     resources: Sequence[Resource],
@@ -180,8 +208,13 @@ def wait_for(
     deadline = start + timeout
     last: dict[ObjectId, Status] = {}
     start_ev = sim.log(ctx.actor, "wait-start", what, f"waiting for {len(waited)} objects ({reader}, timeout {timeout:g}s)", cause=cause)
+    read = _StatusCache(sim, reader)
+    ids = [object_id(r) for r in waited]
     while True:
-        entries = [(object_id(r), _read_error(ctx, r) or live_status(sim, r, reader)) for r in waited]
+        if ctx.tenant is None and sim.store.unavailable(ctx.actor) is None:
+            entries = [(oid, read(r)) for oid, r in zip(ids, waited)]  # every GET answers
+        else:
+            entries = [(oid, _read_error(ctx, r) or read(r)) for oid, r in zip(ids, waited)]
         for oid, res in entries:
             if last.get(oid) is not res.status:
                 last[oid] = res.status

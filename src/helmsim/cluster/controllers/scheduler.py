@@ -12,7 +12,7 @@ added or changed), after its back-off, and at the latest after 5 minutes.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -109,9 +109,13 @@ class Scheduler(Controller):
         """The scheduler cache's assigned, non-terminal pods: node and labels."""
         self._usage: dict[str, tuple[int, dict[str, int]]] = {}
         """Per node: assigned pods and the sum of their requests (kept as pods come and go)."""
-        self._requests: dict[PodKey, tuple[str, dict[str, int], bool]] = {}
-        """Per assigned pod: its node, requests, and whether it has required anti-affinity."""
+        self._requests: dict[PodKey, tuple[str, dict[str, int], bool, int]] = {}
+        """Per assigned pod: its node, requests, whether it has required anti-affinity, and its
+        priority."""
         self._anti_pods = 0
+        self._priorities: Counter[int] = Counter()
+        """Priorities of the assigned pods (preemption's dry run needs the pods only when one is
+        lower than the incoming pod's)."""
         self._noted_no_allocatable = False
 
     def nodes(self) -> list[NodeInfo]:
@@ -228,17 +232,19 @@ class Scheduler(Controller):
         """Move ``key``'s requests out of its old node's usage and into ``info``'s node."""
         old = self._requests.pop(key, None)
         if old is not None:
-            node, requests, anti = old
+            node, requests, anti, priority = old
             count, used = self._usage.get(node, (0, {}))
             for k, v in requests.items():
                 used[k] = used.get(k, 0) - v
             self._usage[node] = (count - 1, used)
             self._anti_pods -= anti
+            self._priorities[priority] -= 1
         if info is None or info.node is None:
             return
         requests = info.requests
         anti = has_required_anti_affinity(info)
-        self._requests[key] = (info.node, requests, anti)
+        self._requests[key] = (info.node, requests, anti, info.priority)
+        self._priorities[info.priority] += 1
         count, used = self._usage.get(info.node, (0, {}))
         for k, v in requests.items():
             used[k] = used.get(k, 0) + v
@@ -326,8 +332,11 @@ class Scheduler(Controller):
             return
         self._note_no_allocatable(incoming, snap, cause)
         result = filter_nodes(incoming, snap)
-        if not result.feasible and not snap.complete:
-            snap = self.snapshot()  # preemption's dry run looks at the pods on each node
+        if not result.feasible and not snap.complete and self._lower_priority_assigned(incoming.priority):
+            # preemption's dry run looks at the pods on each node; without an assigned pod of
+            # lower priority it finds no victims on any node, as on the partial snapshot
+            # (default_preemption.go SelectVictimsOnNode: only lower-priority pods are victims)
+            snap = self.snapshot()
             result = filter_nodes(incoming, snap)
         if not result.feasible:
             if any(v is None for v in result.preemption.values()):
@@ -347,6 +356,9 @@ class Scheduler(Controller):
             self._select_node_for_claims(pod, key, chosen, to_bind, cause)
             return
         self._bind(key, chosen, cause)
+
+    def _lower_priority_assigned(self, priority: int) -> bool:
+        return any(n > 0 and p < priority for p, n in self._priorities.items())
 
     def _note_no_allocatable(self, pod: PodInfo, snap: Snapshot, cause: int | None) -> None:
         """Say once that requests were not checked where the profile states no allocatable."""
