@@ -377,3 +377,32 @@ def test_missing_service_is_no_such_host() -> None:
     assert refused.message.startswith(
         "migrate: dial tcp: lookup nope.kagent.svc.cluster.local on 10.96.0.10:53: no such host"
     )
+
+
+def test_side_streams_are_the_same_in_every_process() -> None:
+    """The agents' propagation draws and the load balancer's picks come from side streams seeded
+    from the main stream: the same in a process with another str-hash salt (they were salted by
+    PYTHONHASHSEED, so the same seed gave different runs on multi-node Cilium profiles)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import random\n"
+        "from helmsim.cluster.netstate import _stream_seed\n"
+        "class S: rng = random.Random(5)\n"
+        "print(_stream_seed(S, 'cilium-agents'), _stream_seed(S, 'service-lb'))\n"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": salt},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for salt in ("1", "2", "3")
+    }
+    assert len(seen) == 1
+    agents, lb = next(iter(seen)).split()
+    assert agents != lb  # two streams, not one

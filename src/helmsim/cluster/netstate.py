@@ -22,10 +22,11 @@ label from API server backends; each connection to the API server goes to one ba
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import math
 import random
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +125,10 @@ class NetworkState:
         self.actor = "cilium" if self.cni.type == "cilium" else "network-policy"
         for doc in [o for kind in POLICY_KINDS for o in sim.store.list(kind)]:
             self._adopt(doc)
+        self._ready_pods: dict[tuple[str, str], Pod] = {}
+        """The pods the view holds (ready, with an address), kept by the Pod watch."""
+        for p in sim.store.list("Pod"):
+            self._track_pod("ADDED", p)
         sim.store.watch(POLICY_KINDS, self._on_policy)
         sim.store.watch(("Pod", "Service", "Namespace"), self._on_cluster)
 
@@ -356,12 +361,31 @@ class NetworkState:
 
     # --- the cluster view ------------------------------------------------------------------------
     def _on_cluster(self, event: str, obj: dict[str, Any]) -> None:
-        self._view = None
+        if obj.get("kind") != "Pod" or self._track_pod(event, obj):
+            self._view = None
+
+    def _track_pod(self, event: str, obj: Mapping[str, Any]) -> bool:
+        """Keep :attr:`_ready_pods` for one Pod write; True when the view's pods changed (a pod
+        that is not ready, or stays as it was, leaves the view as it is)."""
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        ready = event != "DELETED" and (obj.get("status") or {}).get("podIP") and _ready(obj)
+        new = net_pod(obj) if ready else None
+        old = self._ready_pods.get(key)
+        if old == new:
+            return False
+        if new is None:
+            del self._ready_pods[key]
+        else:
+            self._ready_pods[key] = new
+        return True
 
     def view(self, source: Pod | None = None) -> ClusterView:
-        """The cluster as the evaluator sees it: ready pods (plus ``source``), Services, nodes."""
+        """The cluster as the evaluator sees it: ready pods (plus ``source``), Services, nodes.
+        Built again only after a write changed the ready pods, a Service or a Namespace."""
         if self._view is None:
-            self._view = build_view(self.sim)
+            pods = [self._ready_pods[k] for k in sorted(self._ready_pods)]
+            self._view = build_view(self.sim, pods)
         base = self._view
         if source is None or any(p.key == source.key for p in base.pods):
             return base
@@ -688,7 +712,10 @@ def _stream_seed(sim: Any, name: str) -> int:
     """A seed for a side stream of random draws, derived from the simulation's main stream's
     state without consuming from it."""
     state = sim.rng.getstate()[1]
-    return hash((name, state[:8], state[-1])) & 0xFFFFFFFF
+    # a digest, not hash(): str hashes are salted per process (PYTHONHASHSEED), which made the
+    # agents' draws and the load balancer's picks differ from one process to the next
+    text = f"{name}:{','.join(map(str, state[:8]))}:{state[-1]}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 
 
 def _dial_of(target: Target, view: ClusterView) -> str:
@@ -790,9 +817,10 @@ def _ready(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
-def build_view(sim: Any) -> ClusterView:
+def build_view(sim: Any, ready_pods: Sequence[Pod] | None = None) -> ClusterView:
     """The evaluator's ClusterView of the simulated cluster: profile nodes and addresses, CoreDNS,
-    the ``kubernetes`` and ``kube-dns`` Services, Namespaces, ready pods and Services."""
+    the ``kubernetes`` and ``kube-dns`` Services, Namespaces, ready pods and Services.
+    ``ready_pods`` are the ready pods with an address, by key, when the caller keeps them."""
     profile = sim.profile
     addressing = addressing_of(profile)
     api_ip = addressing.apiserver_cluster_ip
@@ -896,12 +924,13 @@ def build_view(sim: Any) -> ClusterView:
     }
     for ns in sim.store.list("Namespace"):
         namespaces[str(ns["metadata"]["name"])] = ns["metadata"].get("labels") or {}
-    pods = []
-    for p in sim.store.list("Pod"):
-        if (p.get("status") or {}).get("podIP") and _ready(p):
-            np_ = net_pod(p)
-            namespaces.setdefault(np_.namespace, {})
-            pods.append(np_)
+    if ready_pods is None:
+        ready_pods = [
+            net_pod(p) for p in sim.store.list("Pod") if (p.get("status") or {}).get("podIP") and _ready(p)
+        ]
+    pods = list(ready_pods)
+    for np_ in pods:
+        namespaces.setdefault(np_.namespace, {})
     return ClusterView(
         namespaces=namespaces,
         pods=coredns + tuple(pods),

@@ -165,6 +165,26 @@ class _StatusCache:
         self.sim = sim
         self.reader = reader
         self._seen: dict[tuple[str, str, str], tuple[str, Result]] = {}
+        self._kinds: dict[str, tuple[int, list[Result]]] = {}
+
+    def read_all(self, waited: Sequence[Resource]) -> list[Result]:
+        """Each object's status, in order; the objects of a kind nothing wrote since the last
+        poll keep their results without a lookup (most polls of a large release)."""
+        by_kind: dict[str, list[int]] = {}
+        for i, r in enumerate(waited):
+            by_kind.setdefault(r.kind, []).append(i)
+        out: list[Result | None] = [None] * len(waited)
+        for kind, idx in by_kind.items():
+            writes = self.sim.store.writes(kind)
+            kept = self._kinds.get(kind)
+            if kept is not None and kept[0] == writes and kind not in _CLOCKED_KINDS:
+                results = kept[1]
+            else:
+                results = [self(waited[i]) for i in idx]
+                self._kinds[kind] = (writes, results)
+            for i, res in zip(idx, results, strict=True):
+                out[i] = res
+        return [r for r in out if r is not None]
 
     def __call__(self, res: Resource) -> Result:
         if res.kind in _CLOCKED_KINDS:
@@ -211,10 +231,10 @@ def wait_for(
     read = _StatusCache(sim, reader)
     ids = [object_id(r) for r in waited]
     while True:
-        if ctx.tenant is None and sim.store.unavailable(ctx.actor) is None:
-            entries = [(oid, read(r)) for oid, r in zip(ids, waited)]  # every GET answers
+        if ctx.tenant is None and sim.store.unavailable(ctx.actor) is None:  # every GET answers
+            entries = list(zip(ids, read.read_all(waited), strict=True))
         else:
-            entries = [(oid, _read_error(ctx, r) or read(r)) for oid, r in zip(ids, waited)]
+            entries = [(oid, _read_error(ctx, r) or read(r)) for oid, r in zip(ids, waited, strict=True)]
         for oid, res in entries:
             if last.get(oid) is not res.status:
                 last[oid] = res.status

@@ -117,11 +117,19 @@ class Scheduler(Controller):
         """Priorities of the assigned pods (preemption's dry run needs the pods only when one is
         lower than the incoming pod's)."""
         self._noted_no_allocatable = False
+        self._nodes: tuple[int, list[NodeInfo]] | None = None
 
     def nodes(self) -> list[NodeInfo]:
         """The nodes the scheduler's snapshot holds: the live Node objects (a deleted Node is
         gone, a tainted or cordoned one filters by it), or the profile's nodes when the store
-        has no Node objects (a bare simulation). Allocatable is the profile's."""
+        has no Node objects (a bare simulation). Allocatable is the profile's. Built again only
+        after a write to a Node."""
+        writes = self.store.writes("Node")
+        if self._nodes is None or self._nodes[0] != writes:
+            self._nodes = (writes, self._build_nodes())
+        return list(self._nodes[1])
+
+    def _build_nodes(self) -> list[NodeInfo]:
         live = {n["metadata"]["name"]: n for n in self.store.list("Node")}
         out = []
         for n in self.sim.profile.nodes:
