@@ -7,6 +7,7 @@ strategy helm-controller chose (fluxcd/helm-controller internal/action/wait.go).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -130,8 +131,33 @@ def field_error(sim: Simulation, obj: dict[str, Any]) -> str | None:
             ),
             None,
         )
-    err = fieldcheck.apply_error(obj, kube_version=version, crd=crd)
-    return None if err is None else fieldcheck.helm_apply_error(obj, err)
+    if crd is not None:
+        err = fieldcheck.apply_error(obj, kube_version=version, crd=crd)
+        return None if err is None else fieldcheck.helm_apply_error(obj, err)
+    return _builtin_field_error(obj, version)
+
+
+_BUILTIN_VERDICTS: dict[tuple[str, str], str | None] = {}
+"""Field verdicts of built-in kinds by Kubernetes version and object content: the same rendered
+object is applied in every run of a check (each profile, its tight and fixed runs)."""
+_BUILTIN_VERDICTS_MAX = 50_000
+
+
+def _typed_json(value: Any) -> str:
+    return f"<{type(value).__name__}:{value!r}>"  # a non-JSON leaf keeps its type in the key
+
+
+def _builtin_field_error(obj: dict[str, Any], version: str) -> str | None:
+    """:func:`field_error` of a built-in kind (a function of the object and the version)."""
+    key = (version, json.dumps(obj, sort_keys=True, default=_typed_json))
+    if key in _BUILTIN_VERDICTS:
+        return _BUILTIN_VERDICTS[key]
+    err = fieldcheck.apply_error(obj, kube_version=version, crd=None)
+    verdict = None if err is None else fieldcheck.helm_apply_error(obj, err)
+    if len(_BUILTIN_VERDICTS) >= _BUILTIN_VERDICTS_MAX:
+        _BUILTIN_VERDICTS.clear()
+    _BUILTIN_VERDICTS[key] = verdict
+    return verdict
 
 
 def object_id(res: Resource) -> ObjectId:

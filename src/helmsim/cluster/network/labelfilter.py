@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from helmsim.errors import InputError
 
@@ -84,6 +84,8 @@ class LabelFilter:
 
     prefixes: tuple[LabelPrefix, ...]
     whitelist: bool  # an inclusive user prefix exists: a label must match an inclusive rule
+    _kept: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False, repr=False)
+    """:meth:`keeps` answers by (key, source): a pod's labels are filtered on every identity."""
 
     @classmethod
     def build(cls, user: Iterable[str] = (), *, where: str = "identityLabels") -> LabelFilter:
@@ -96,6 +98,12 @@ class LabelFilter:
     def keeps(self, key: str, source: str = K8S_SOURCE) -> bool:
         """filter.go filterLabels: kept when no inclusive rule is required and none ignores it,
         or when the longest inclusive match is longer than the shortest ignoring one."""
+        known = self._kept.get((key, source))
+        if known is None:
+            known = self._kept[(key, source)] = self._keeps(key, source)
+        return known
+
+    def _keeps(self, key: str, source: str) -> bool:
         included = ignored = 0
         for p in self.prefixes:
             n = p.match_len(key, source)
