@@ -349,3 +349,35 @@ def test_cordoned_node_and_filter_order_taints_first() -> None:
     )
     sim.run(until=3)
     assert _node(sim, "p") == "w1"
+
+
+def _full_node() -> Any:
+    """kind with one node that holds two pods."""
+    return profile_from_mapping(
+        {
+            "extends": "kind",
+            "nodes": [{"name": "kind-control-plane", "internalIP": "172.18.0.2", "allocatable": {"pods": "2"}}],
+        },
+        source="test",
+    )
+
+
+def test_preemption_dry_run_sees_the_lower_priority_pods_on_the_node() -> None:
+    # a pod of higher priority finds the node full of lower-priority pods: evicting them would
+    # make room, which helmsim says it does not model; with equal priorities there are no victims
+    # (default_preemption.go SelectVictimsOnNode: only lower-priority pods are victims)
+    for incoming, victims in ((1000, True), (0, False)):
+        sim = _sim(_full_node())
+        for name in ("low-0", "low-1"):
+            sim.store.create(_pod(name, labels={"app": "low"}), actor="replicaset-controller")
+        sim.after(1.0, lambda p=incoming: sim.store.create(_pod("high", labels={"app": "high"}, priority=p), actor="helm"))
+        sim.run(until=2)
+        assert _node(sim, "low-0") and _node(sim, "low-1") and _node(sim, "high") is None
+        assumed = [e.message for e in sim.trace.find(what="assumed") if e.obj == "Pod/ns/high"]
+        message = _failed(sim, "high")[0][1]
+        if victims:
+            assert assumed and "evicting lower-priority pods would make room" in assumed[0]
+            assert "No preemption victims" not in message
+        else:
+            assert not assumed
+            assert message.endswith("1 No preemption victims found for incoming pod."), message

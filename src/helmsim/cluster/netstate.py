@@ -372,8 +372,8 @@ class NetworkState:
         ready = event != "DELETED" and (obj.get("status") or {}).get("podIP") and _ready(obj)
         new = net_pod(obj) if ready else None
         old = self._ready_pods.get(key)
-        if old == new:
-            return False
+        if (old is None and new is None) or (old is not None and new is not None and same_pod(old, new)):
+            return False  # the old object stays: the evaluator's caches know pods by identity
         if new is None:
             del self._ready_pods[key]
         else:
@@ -809,6 +809,13 @@ def net_pod(pod: Mapping[str, Any]) -> Pod:
             spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
         ),
         host_network=bool(spec.get("hostNetwork")),
+    )
+
+
+def same_pod(a: Pod, b: Pod) -> bool:
+    """Whether two network pods say the same (``Pod`` compares by identity)."""
+    return (a.namespace, a.name, dict(a.labels), a.ip, a.node, a.ports, a.service_account, a.host_network) == (
+        b.namespace, b.name, dict(b.labels), b.ip, b.node, b.ports, b.service_account, b.host_network
     )
 
 
