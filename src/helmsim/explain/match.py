@@ -189,9 +189,20 @@ def why_connected(trace: Trace, pod: str, index: int, c: TraceEvent) -> str:
     start = _start(trace, pod)
     syn = c.data.get("attempt", 1)
     text = f"pod {index} connects to {c.data.get('target')} on SYN {syn} at t={c.time:.0f}s"
+    bound = next((e for e in trace if e.obj == pod and e.what == "scheduled"), None)
+    node = bound.data.get("node") if bound is not None else None
     for pid in c.data.get("decided_by") or ():
         ref = _policy_ref(str(pid))
-        effect = [e for e in trace if e.what == "policy-in-effect" and e.obj == ref and e.time <= c.time]
+        # the pod's own node: each Cilium agent enforces a policy after its own delay, and the
+        # "policy-in-effect" event of another node says nothing about this pod's connection
+        effect = [
+            e
+            for e in trace
+            if e.what == "policy-in-effect"
+            and e.obj == ref
+            and e.time <= c.time
+            and (node is None or "nodes" not in e.data or node in e.data["nodes"])
+        ]
         if effect and start is not None:
             gap = start.time - effect[-1].time
             if gap >= 0:

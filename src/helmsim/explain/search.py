@@ -110,10 +110,12 @@ class ExplainTask:
         rec = RunRecord(hid, fix, run, seed, found, struck, out[0], out[1])
         if fix is not None:
             rec = replace(rec, jobs=tuple(self._finish_jobs(result).items()))
+        if fix is None:
+            rec = replace(rec, chain=tuple(_chain(result)))
         if run == DETERMINISTIC and fix is None:
             pr = ProfileRun(profile, list(self.releases), result, *self.charts[h.profile_key])
             keys, causes = _rule_fixes(pr)
-            rec = replace(rec, chain=tuple(_chain(result)), fixes=keys, causes=causes)
+            rec = replace(rec, fixes=keys, causes=causes)
         return rec
 
     def _finish_jobs(self, result: SimulationResult) -> dict[str, str]:
@@ -375,7 +377,11 @@ def _verdict(h: Hypothesis, recs: Sequence[RunRecord], ignored: frozenset[str]) 
     reason = told.get(story, "")
     if inert:
         reason, count = "the fault never takes effect in this run (no fault event in the trace): it is the baseline again", len(recs)
-    return Verdict(h, len(sampled), len(ok), reproduces(det.facts, ignored), inert, reason, count, 0.0, det.chain, det.causes)
+    # the story of a run that reproduces: the nominal one's when it does, else the first sampled
+    # one that does (a hypothesis reproducing in some runs only, e.g. one API server backend of
+    # three unlabelled and the load balancer's pick)
+    shown = det if reproduces(det.facts, ignored) or not ok else ok[0]
+    return Verdict(h, len(sampled), len(ok), reproduces(det.facts, ignored), inert, reason, count, 0.0, shown.chain, det.causes)
 
 
 def _posteriors(verdicts: Sequence[Verdict]) -> None:
