@@ -122,6 +122,7 @@ entries:
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "retry": {"every": "soon"}}, "entries[0].retry.every", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"api": "v1"}]}, "entries[0].checks[0].api", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "colour": "red"}, "entries[0].colour: unknown key 'colour'", 9),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "ignoreEnv": ["GF-URL"]}, "entries[0].ignoreEnv: 'GF-URL' is not an environment variable name", 9),
     ],
 )
 def test_bad_entries_name_the_file_and_line(entry: dict[str, Any], message: str, line: int) -> None:
@@ -309,3 +310,77 @@ def test_a_binding_to_a_role_without_rules_is_no_api_server_need() -> None:
     model = model_pod(pod, BehaviourContext(bindings=[binding], roles=[full]))
     assert model.container("grafana").needs == () and model.container("grafana").known
     assert model.container("sidecar").needs == (Need("kube-apiserver"),) and not model.container("sidecar").known
+
+
+def _service(name: str, port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "cert-manager"},
+        "spec": {"selector": {"app": name}, "ports": [{"port": port}]},
+    }
+
+
+def test_grafana_reads_the_renderer_urls_without_dialling_them_at_start() -> None:
+    """grafana/grafana pkg/services/rendering/rendering.go: the renderer's version is fetched in a
+    background goroutine and the callback URL is only handed to the renderer, so neither URL is a
+    need; another peer its environment names still is, and the same variables in a container the
+    catalog does not know still give needs (ignoreEnv belongs to the grafana entry only)."""
+    env = [
+        {"name": "GF_RENDERING_SERVER_URL", "value": "http://renderer:8081/render"},
+        {"name": "GF_RENDERING_CALLBACK_URL", "value": "http://grafana:80/"},
+        {"name": "GF_DATABASE_URL", "value": "postgres://grafana@db:5432/grafana"},
+    ]
+    ctx = BehaviourContext(services=[_service("renderer", 8081), _service("grafana", 80), _service("db", 5432)])
+    pod = _pod(
+        [
+            {"name": "grafana", "image": "docker.io/grafana/grafana:13.2.0", "env": env},
+            {"name": "other", "image": "example.com/dashboards:1", "env": env},
+        ],
+        owner="ReplicaSet",
+        policy="Always",
+    )
+    model = model_pod(pod, ctx)
+    grafana = model.container("grafana")
+    assert grafana.needs == (Need("dns"), Need("service", "cert-manager/db", 5432))
+    assert [n for n in grafana.notes if "GF_RENDERING" in n] == [
+        "environment variable GF_RENDERING_CALLBACK_URL names svc/cert-manager/grafana:80, which catalog entry "
+        f"{grafana.entry} does not dial at start: not a need",
+        "environment variable GF_RENDERING_SERVER_URL names svc/cert-manager/renderer:8081, which catalog entry "
+        f"{grafana.entry} does not dial at start: not a need",
+    ]
+    assert set(model.container("other").needs) == {
+        Need("dns"),
+        Need("service", "cert-manager/renderer", 8081),
+        Need("service", "cert-manager/grafana", 80),
+        Need("service", "cert-manager/db", 5432),
+    }
+
+
+def test_the_image_renderer_needs_nothing_its_egress_policy_allows() -> None:
+    """grafana/grafana-image-renderer cmd/server/cmd.go: it serves at once and opens grafana only
+    for a render request; a container the catalog does not know keeps the policy's needs."""
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "egress", "namespace": "cert-manager"},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [{"ports": [{"port": 80}], "to": [{"podSelector": {"matchLabels": {"app": "grafana"}}}]}],
+        },
+    }
+    ctx = BehaviourContext(policies=[policy], services=[_service("grafana", 80)])
+    pod = _pod(
+        [
+            {"name": "renderer", "image": "docker.io/grafana/grafana-image-renderer:latest"},
+            {"name": "other", "image": "example.com/renderer:1"},
+        ],
+        owner="ReplicaSet",
+        policy="Always",
+    )
+    model = model_pod(pod, ctx)
+    renderer = model.container("renderer")
+    assert renderer.known and renderer.entry.startswith("grafana-image-renderer (src/helmsim/catalog/grafana.yaml:")
+    assert renderer.needs == () and renderer.run_seconds is None and not renderer.probes_after_needs
+    assert model.container("other").needs == (Need("dns"), Need("service", "cert-manager/grafana", 80))

@@ -1063,11 +1063,17 @@ _ENV_HOSTPORT = re.compile(r"^(?P<host>[A-Za-z][A-Za-z0-9.-]*):(?P<port>[0-9]{1,
 
 
 def env_peers(
-    env: Mapping[str, str], namespace: str, ctx: BehaviourContext
+    env: Mapping[str, str],
+    namespace: str,
+    ctx: BehaviourContext,
+    ignore: frozenset[str] = frozenset(),
+    entry: str = "",
 ) -> tuple[list[Need], list[str]]:
     """Services of the cluster or the release that the container's environment names: a URL
     (``postgres://app@db:5432/app``), ``host:port``, or ``X_HOST`` with ``X_PORT``. Only names
-    that are Services the simulation knows count (an external name may not be dialled at start)."""
+    that are Services the simulation knows count (an external name may not be dialled at start).
+    Variables in ``ignore`` (a catalog entry's ``ignoreEnv``: read, not dialled at start) are
+    noted and give no need."""
     known = ctx.services_by_name(namespace)
     found: list[tuple[str, str, int]] = []
     for key, value in sorted(env.items()):
@@ -1102,6 +1108,12 @@ def env_peers(
             if not ports:
                 continue
             need = Need("service", need.host, ports[0])
+        if key in ignore:
+            notes.append(
+                f"environment variable {key} names {need}, which catalog entry {entry} does not "
+                "dial at start: not a need"
+            )
+            continue
         if need in needs:
             continue
         notes.append(f"needs {need}: environment variable {key} names it (assumed to connect at start)")
@@ -1152,7 +1164,13 @@ def _container(
         needs.extend(granted)
         notes.extend(grant_notes)
         if not init:
-            peers, peer_notes = env_peers(view.env, namespace, ctx)
+            peers, peer_notes = env_peers(
+                view.env,
+                namespace,
+                ctx,
+                program.ignore_env if program is not None else frozenset(),
+                program.entry if program is not None else "",
+            )
             needs.extend(peers)
             notes.extend(peer_notes)
     if program is not None:

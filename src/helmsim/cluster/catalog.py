@@ -196,6 +196,9 @@ class EntrySpec(_Model):
     """``never``: the program does not call the API server even when its pod's ServiceAccount
     is bound to a role (another container of the pod uses it); with ``needs`` omitted the
     other inferences (policies, environment) still apply."""
+    ignore_env: list[str] = Field(default_factory=list)
+    """Environment variables whose URL or host the program reads but does not dial at start
+    (with ``needs`` omitted): no need is inferred from them; the others still are."""
     checks: list[CheckSpec] = Field(default_factory=list)
     retry: RetrySpec | None = None
     exit_code: int = Field(default=1, ge=0, le=255)
@@ -226,6 +229,14 @@ class EntrySpec(_Model):
                 parse_need(item, namespace="default", where="")
             except InputError as err:
                 raise ValueError(err.message.removeprefix(": ")) from None
+        return v
+
+    @field_validator("ignore_env")
+    @classmethod
+    def _env_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
         return v
 
     @field_validator("creates")

@@ -148,6 +148,8 @@ class Program:
     """An image entry describes the whole program; a command entry only the command."""
     rbac: bool = True
     """Whether a RoleBinding of its ServiceAccount says it calls the API server."""
+    ignore_env: frozenset[str] = frozenset()
+    """Environment variables it does not dial at start (no need inferred from them)."""
     needs: tuple[Need, ...] | None = None
     checks: tuple[Check, ...] = ()
     retry: Retry | None = None
@@ -332,6 +334,7 @@ def _image_program(spec: EntrySpec, label: str, view: ContainerView, namespace: 
         entry=label,
         replaces_inference=True,
         rbac=spec.api_server == "inferred",
+        ignore_env=frozenset(spec.ignore_env),
         needs=needs,
         checks=tuple(checks),
         retry=retry,

@@ -1,0 +1,96 @@
+"""grafana with its remote image renderer (tests/realcharts/README.md: image-renderer).
+
+What a real cluster does with grafana-community/helm-charts charts/grafana and
+ci/with-image-renderer-values.yaml: grafana reads the renderer's URL and its own callback URL
+without dialling either at start, the renderer serves at once and opens grafana only for a
+render request, so both Deployments are Ready, whatever the renderer's egress policy allows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from realcharts_helpers import HERE, simulate_chart
+from typer.testing import CliRunner
+
+from helmsim.cli import app
+from helmsim.simulate import SimulationResult
+
+BARE = ("ci/bare-names-values.yaml",)
+
+
+def _behaviour(result: SimulationResult, container: str) -> list[str]:
+    prefix = f"{container}: "
+    return [
+        e.message.removeprefix(prefix)
+        for e in result.trace
+        if e.what == "behaviour" and e.message.startswith(prefix)
+    ]
+
+
+def _restarts(result: SimulationResult) -> dict[str, int]:
+    assert result.sim is not None
+    out: dict[str, int] = {}
+    for pod in result.sim.store.list("Pod"):
+        if pod["metadata"].get("namespace") != "default":
+            continue
+        for s in (pod.get("status") or {}).get("containerStatuses") or ():
+            out[s["name"]] = out.get(s["name"], 0) + int(s.get("restartCount") or 0)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("values", "sets"),
+    [
+        ((), ()),  # the chart's own URLs (<name>.<namespace>), the renderer's limitEgress policy
+        (BARE, ()),  # the URLs by the Services' short names, which helmsim maps to the Services
+        (BARE, ("imageRenderer.networkPolicy.limitEgress=false",)),
+    ],
+)
+def test_grafana_and_its_renderer_are_ready(values: tuple[str, ...], sets: tuple[str, ...]) -> None:
+    # before the grafana-image-renderer entry, the renderer "needed" svc/default/image-renderer:3000
+    # (its egress policy's pod port, which the Service does not expose: it serves 80) and
+    # crash-looped until the 5m timeout (Stalled); with the short names grafana "needed" the
+    # renderer through GF_RENDERING_SERVER_URL as well
+    result = simulate_chart("image-renderer", values=values, sets=sets)
+    (release,) = result.releases
+    assert release.outcome == "Ready", release.message
+    assert release.message == (
+        "Helm install succeeded for release default/image-renderer.v1 with chart image-renderer@0.1.0"
+    )
+    assert _restarts(result) == {"grafana": 0, "grafana-image-renderer": 0}
+    renderer = _behaviour(result, "grafana-image-renderer")
+    assert "needs nothing (catalog entry)" in renderer
+    assert not [n for n in renderer if n.startswith("needs svc/")]
+    assert not [n for n in _behaviour(result, "grafana") if n.startswith("needs svc/")]
+    assert not [e for e in result.trace if "no behaviour known" in e.message]
+
+
+def test_grafana_notes_the_renderer_urls_it_does_not_dial() -> None:
+    result = simulate_chart("image-renderer", values=BARE)
+    notes = [n for n in _behaviour(result, "grafana") if n.startswith("environment variable")]
+    entry = "grafana (src/helmsim/catalog/grafana.yaml:5)"
+    assert notes == [
+        f"environment variable GF_RENDERING_CALLBACK_URL names svc/default/image-renderer:80, which catalog entry {entry} does not dial at start: not a need",
+        f"environment variable GF_RENDERING_SERVER_URL names svc/default/image-renderer-image-renderer:8081, which catalog entry {entry} does not dial at start: not a need",
+    ]
+
+
+def test_a_renderer_image_the_catalog_does_not_know_keeps_its_policy_need() -> None:
+    # no guess for other images: the egress policy still says what an unknown program reaches
+    # (the pod port 3000 behind a Service serving 80 still fails it, as before), and the report
+    # says once that the behaviour was assumed
+    image = ("imageRenderer.image.repository=example.com/renderer", "imageRenderer.image.tag=1")
+    result = simulate_chart("image-renderer", sets=image)
+    (release,) = result.releases
+    assert release.outcome == "Stalled"
+    assert (
+        "needs svc/default/image-renderer:3000: NetworkPolicy default/image-renderer-image-renderer-egress "
+        "allows egress to the pods behind Service default/image-renderer"
+    ) in _behaviour(result, "grafana-image-renderer")
+    args = ["simulate", str(HERE / "image-renderer"), "-p", "kind", "--no-color"]
+    out: Any = CliRunner().invoke(app, [*args, *(a for s in image for a in ("--set", s))], env={"COLUMNS": "400"})
+    assert out.exit_code == 1, out.output
+    note = "note: no behaviour known for image example.com/renderer:1: assumed to start and succeed (it runs until stopped)"
+    assert out.stdout.splitlines().count(note) == 1
