@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from helmsim import taskpool
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.config import Config
 from helmsim.diagnose import fixes as fixlib
@@ -23,7 +24,8 @@ from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Finding, Fix, FixCheck, Occurrence, Severity, Step
 from helmsim.diagnose.registry import RULES, RuleSpec, all_rules
 from helmsim.diagnose.rules.network import has_race_window
-from helmsim.diagnose.runner import render_all, run_nominal, run_tight, run_transformed
+from helmsim.diagnose.profilepass import run_passes, workers_for
+from helmsim.diagnose.runner import render_all, run_transformed
 from helmsim.diagnose.sampling import (
     RACE_RULES,
     Charts,
@@ -51,6 +53,9 @@ class CheckOptions:
     tight: bool = True
     sampling: SamplingOptions | None = None
     """``--runs N --seed S``: N sampled runs per profile after the deterministic ones."""
+    workers: int | None = None
+    """Local processes for the profiles' passes (None: every core once the matrix is large,
+    :func:`helmsim.diagnose.profilepass.workers_for`)."""
 
 
 @dataclass
@@ -131,23 +136,23 @@ def run_check(
     rendered: list[Charts] = []
     notes: list[str] = []
     phase = f"simulating {len(profiles)} profile{'s' if len(profiles) != 1 else ''} × {len(releases)} HelmRelease{'s' if len(releases) != 1 else ''}"
-    for done, profile in enumerate(profiles):
-        tick(phase, done, len(profiles))
-        given = (simulated or {}).get(profile.name)
-        charts = (given.charts, given.previous) if given else render_all(profile, releases)
-        rendered.append(charts)
-        nominal = given or run_nominal(profile, releases, horizon=options.horizon, charts=charts)
+    tick(phase, 0, len(profiles))
+    given = [(simulated or {}).get(p.name) for p in profiles]
+    for profile, run in zip(profiles, given, strict=True):
+        rendered.append((run.charts, run.previous) if run else render_all(profile, releases))
+    passes = run_passes(
+        profiles,
+        releases,
+        rendered,
+        rules,
+        horizon=options.horizon,
+        tight=options.tight,
+        given=given,
+        workers=options.workers,
+        tick=lambda done, total: tick(phase, done, total),
+    )
+    for profile, (nominal, found) in zip(profiles, passes, strict=True):
         runs[profile.name] = nominal
-        found = _run_rules(rules, nominal)
-        if (
-            options.tight
-            and not any(c.rule in RACE_RULES for c in found)
-            and (has_race_window(nominal) or _has_policies(nominal))
-        ):
-            tight = run_tight(profile, releases, horizon=options.horizon, charts=charts)
-            for c in _run_rules([r for r in rules if r.id in RACE_RULES], tight):
-                c.severity = min(c.severity, Severity.warning)
-                found.append(c)
         found_by[profile.name] = found
         for r in nominal.result.notes:
             if r not in notes:
@@ -218,23 +223,6 @@ def _tidy(chain: list[Step]) -> list[Step]:
                 continue
             seen.add(s.event_id)
         out.append(s)
-    return out
-
-
-POLICY_KINDS = ("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
-
-
-def _has_policies(run: ProfileRun) -> bool:
-    """The release ships network policies and the profile enforces them: races may hide."""
-    if not run.profile.cni.enforces_policies:
-        return False
-    return any(r.kind in POLICY_KINDS for chart in run.charts.values() for r in chart.resources)
-
-
-def _run_rules(rules: Sequence[RuleSpec], run: ProfileRun) -> list[Candidate]:
-    out: list[Candidate] = []
-    for spec in rules:
-        out.extend(run.candidates(spec))
     return out
 
 
@@ -314,6 +302,7 @@ def _verify(
     total = sum(
         len(f.profiles) for f in findings for fx in f.fixes if fx.key and fixlib.transform_for(fx.key)
     )
+    _prefetch_fixes(findings, runs, releases, by_name, options, rules, memo, tick)
     done = 0
     for finding in findings:
         for fx in finding.fixes:
@@ -336,6 +325,62 @@ def _verify(
                         rules,
                     )
                 )
+
+
+@dataclass(frozen=True)
+class _FixTask:
+    """One fixed run on a worker: ``(fix key, profile) -> ProfileRun``, every rule's answer on it
+    computed there (the live simulation does not come back: ``result.sim`` is ``None``)."""
+
+    releases: tuple[ReleaseInput, ...]
+    rule_ids: tuple[str, ...]
+    horizon: float
+
+    def __call__(self, item: tuple[str, ClusterProfile]) -> ProfileRun:
+        all_rules()
+        key, profile = item
+        transform = fixlib.transform_for(key)
+        assert transform is not None  # the key came from a fix with a transform
+        run = _fixed_run(key, transform, profile, self.releases, CheckOptions(horizon=self.horizon), False, {})
+        for rid in self.rule_ids:
+            run.candidates(RULES[rid])
+        run.result.sim = None
+        return run
+
+
+def _prefetch_fixes(
+    findings: list[Finding],
+    runs: dict[str, ProfileRun],
+    releases: Sequence[ReleaseInput],
+    by_name: Mapping[str, ClusterProfile],
+    options: CheckOptions,
+    rules: Sequence[RuleSpec],
+    memo: dict[tuple[str, str, bool], ProfileRun],
+    tick: Progress,
+) -> None:
+    """The nominal fixed runs every fix check starts from, on worker processes when there are
+    several and the charts are large (:func:`helmsim.diagnose.profilepass.workers_for`)."""
+    needed: dict[tuple[str, str], None] = {}
+    for finding in findings:
+        for fx in finding.fixes:
+            if fx.key and fixlib.transform_for(fx.key) is not None:
+                for name in finding.profiles:
+                    needed.setdefault((fx.key, name), None)
+    items = list(needed)
+    objects = sum(len(c.resources) for _k, name in items for c in runs[name].charts.values())
+    n = workers_for(objects, len(items), options.workers)
+    if n <= 1:
+        return  # each is simulated when its first check needs it
+    phase = "re-simulating fixes"
+    task = _FixTask(tuple(releases), tuple(r.id for r in rules), options.horizon)
+    fixed = taskpool.run_tasks(
+        task,
+        [(key, by_name[name]) for key, name in items],
+        taskpool.Backend("local", n),
+        progress=lambda done, total: tick(phase, done, total),
+    )
+    for (key, name), run in zip(items, fixed, strict=True):
+        memo[(key, name, False)] = run
 
 
 def _first_attempt_only(hr: HelmRelease) -> HelmRelease:
