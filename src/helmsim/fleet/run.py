@@ -75,7 +75,9 @@ class RehearsalTask:
 
 
 def in_task(options: CheckOptions) -> CheckOptions:
-    """``options`` with the sampled runs kept in the task's own process."""
+    """``options`` with the profiles, the fixed runs and the sampled runs kept in the task's own
+    process (the fleet's pool already has one task per core)."""
+    options = replace(options, workers=1)
     if options.sampling is None:
         return options
     return replace(options, sampling=replace(options.sampling, backend="local", workers=1))
