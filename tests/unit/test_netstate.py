@@ -406,3 +406,37 @@ def test_side_streams_are_the_same_in_every_process() -> None:
     assert len(seen) == 1
     agents, lb = next(iter(seen)).split()
     assert agents != lb  # two streams, not one
+
+
+def test_a_name_dot_namespace_is_resolved_at_the_dial() -> None:
+    # a need for db.ops that was external when the model was built (no Service then) reaches the
+    # Service db of namespace ops once it exists: the resolver searches db.ops.svc.<domain>
+    # before the absolute name at every dial (kubernetes pkg/kubelet/network/dns/dns.go)
+    from helmsim.cluster.netstate import connect
+
+    sim = _sim(_profile("kind"))
+    pod = sim.store.create(
+        _pod(needs="dns", **{"helmsim.dev/run-seconds": "forever"}), actor="helm"
+    )
+    results: list[Any] = []
+
+    def probe() -> Any:
+        yield sim.sleep(1)
+        results.append((yield from connect(sim, pod, Need("fqdn", "db.ops", 5432), 30)))
+        sim.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "db", "namespace": "ops"},
+                "spec": {"clusterIP": "10.96.0.50", "selector": {"app": "db"}, "ports": [{"port": 5432}]},
+            },
+            actor="helm",
+        )
+        yield sim.sleep(1)
+        results.append((yield from connect(sim, pod, Need("fqdn", "db.ops", 5432), 30)))
+
+    sim.process(probe())
+    sim.run(until=10)
+    before, after = results
+    assert before.ok  # no such Service: an outside name, which kind's egress allows
+    assert not after.ok and after.error == "dial tcp 10.96.0.50:5432: connect: connection refused"

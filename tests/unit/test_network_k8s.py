@@ -409,3 +409,24 @@ def test_in_cluster_name_resolves_to_the_service():
         FqdnTarget("web.app.svc.cluster.local", 80),
     )
     assert v.allowed and v.dial == "10.96.10.10:80"
+
+
+def test_a_name_dot_namespace_is_searched_as_the_service_first():
+    # a pod's resolver tries web.app.svc.cluster.local before web.app (kubernetes
+    # pkg/kubelet/network/dns/dns.go: search <ns>.svc.<domain> svc.<domain> <domain>, ndots:5)
+    allow_web = np(
+        "web",
+        "app",
+        {"podSelector": CLIENT_SEL, "policyTypes": ["Egress"], "egress": [{"ports": [{"port": 8080}]}]},
+    )
+    v = check([ALLOW_DNS], FqdnTarget("web.app", 80))
+    assert not v.allowed and v.dial == "10.96.10.10:80" and "app/web" in v.reason
+    v = check([ALLOW_DNS, allow_web], FqdnTarget("web.app", 80))
+    assert v.allowed and v.dial == "10.96.10.10:80"
+    # no Service web in namespace data: the absolute name, outside the cluster, as before
+    allow_all = np("all", "app", {"podSelector": CLIENT_SEL, "policyTypes": ["Egress"], "egress": [{}]})
+    v = check([allow_all], FqdnTarget("web.data", 80))
+    assert v.allowed and v.dial == "web.data:80"
+    # an address outside the cluster has no search list
+    v = check([], FqdnTarget("web.app", 80), source=External("203.0.113.9"))
+    assert v.dial == "web.app:80"

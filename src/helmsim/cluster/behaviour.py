@@ -16,7 +16,7 @@ import fnmatch
 import ipaddress
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -75,8 +75,15 @@ class Need:
         return self.kind in ("fqdn", "service")
 
 
-def parse_need(text: str, *, namespace: str, where: str = NEEDS_ANNOTATION) -> Need:
-    """Parse ``kube-apiserver``, ``dns``, ``host:port``, ``svc/<ns>/<name>:<port>``, ``CIDR:port``."""
+def parse_need(
+    text: str,
+    *,
+    namespace: str,
+    where: str = NEEDS_ANNOTATION,
+    services: Container[tuple[str, str]] = frozenset(),
+) -> Need:
+    """Parse ``kube-apiserver``, ``dns``, ``host:port``, ``svc/<ns>/<name>:<port>``, ``CIDR:port``
+    (a host named ``name.ns`` is a Service when ``services`` holds it: :func:`_name_need`)."""
     item = text.strip()
     if item in ("kube-apiserver", "apiserver"):
         return Need("kube-apiserver")
@@ -99,12 +106,23 @@ def parse_need(text: str, *, namespace: str, where: str = NEEDS_ANNOTATION) -> N
     try:
         net = ipaddress.ip_network(host, strict=False)
     except ValueError:
-        return _name_need(host, port, namespace)
+        return _name_need(host, port, namespace, services=services)
     return Need("cidr", str(net), port)
 
 
-def _name_need(host: str, port: int, namespace: str, cluster_domain: str = addresses.CLUSTER_DOMAIN) -> Need:
-    """A host name: the apiserver's Service, an in-cluster Service name, or an external FQDN."""
+def _name_need(
+    host: str,
+    port: int,
+    namespace: str,
+    cluster_domain: str = addresses.CLUSTER_DOMAIN,
+    services: Container[tuple[str, str]] = frozenset(),
+) -> Need:
+    """A host name: the apiserver's Service, an in-cluster Service name, or an external FQDN.
+
+    ``services`` holds the ``(namespace, name)`` of the Services the simulation knows: a
+    two-label ``name.ns`` is the Service ``name`` of namespace ``ns`` when it is one of them,
+    else an external name (the engine resolves it again at the dial: :func:`search_service`).
+    """
     name = host.lower().rstrip(".")
     suffix = f".svc.{cluster_domain}"
     if name.endswith(suffix):
@@ -116,7 +134,30 @@ def _name_need(host: str, port: int, namespace: str, cluster_domain: str = addre
         return Need("service", f"{namespace}/{labels[0]}", port)
     if len(labels) == 3 and labels[2] == "svc":
         return Need("service", f"{labels[1]}/{labels[0]}", port)
+    ref = search_service(name, services)
+    if ref is not None:
+        return Need("service", f"{ref[0]}/{ref[1]}", port)
     return Need("fqdn", name, port)
+
+
+def search_service(host: str, services: Container[tuple[str, str]]) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the Service a two-label ``name.ns`` reaches from a pod, if it is
+    one of ``services``; else None (the name is looked up outside the cluster).
+
+    kubernetes pkg/kubelet/network/dns/dns.go generateSearchesForDNSClusterFirst: a ClusterFirst
+    pod's resolv.conf searches ``<ns>.svc.<domain> svc.<domain> <domain>`` with ``ndots:5``
+    (defaultDNSOptions); glibc resolv/res_query.c and musl src/network/lookup_name.c try a name
+    with fewer dots than ndots with each search suffix before the name itself, so ``db.ops``
+    is first ``db.ops.<ns>.svc.<domain>`` (NXDOMAIN: no Service ``ops`` has an endpoint
+    hostname ``db``, assumed), then ``db.ops.svc.<domain>``, which CoreDNS's kubernetes plugin
+    answers for the Service ``db`` of namespace ``ops`` (coredns/coredns plugin/kubernetes
+    parse.go: ``<service>.<namespace>.svc.<zone>``), and only when there is none the absolute
+    ``db.ops``."""
+    labels = host.lower().rstrip(".").split(".")
+    if len(labels) != 2 or not all(labels):
+        return None
+    ref = (labels[1], labels[0])
+    return ref if ref in services else None
 
 
 @dataclass(frozen=True)
@@ -456,13 +497,14 @@ def model_pod(pod: Mapping[str, Any], ctx: BehaviourContext) -> PodModel:
     granted, grant_notes = _policy_needs(pod, ctx)
     rbac_note = _rbac_binding(pod, ctx)
     completes, run_note = _runs_to_completion(pod)
-    ann = _annotations(annotations, namespace, where)
+    services = ctx.services_by_name(namespace)
+    ann = _annotations(annotations, namespace, where, services)
 
     entries = ctx.catalog if ctx.catalog is not None else _builtin_entries()
     out: dict[str, ContainerModel] = {}
     for c in spec.get("initContainers") or ():
         model = _container(c, pod, ctx, namespace, entries, init=True)
-        out[model.name] = _apply_overrides(model, pod, ctx.overrides, namespace)
+        out[model.name] = _apply_overrides(model, pod, ctx.overrides, namespace, services)
     for c in spec.get("containers") or ():
         model = _container(
             c,
@@ -476,7 +518,7 @@ def model_pod(pod: Mapping[str, Any], ctx: BehaviourContext) -> PodModel:
             explicit_needs=ann.needs is not None,
         )
         model = _apply_annotations(model, ann)
-        out[model.name] = _apply_overrides(model, pod, ctx.overrides, namespace)
+        out[model.name] = _apply_overrides(model, pod, ctx.overrides, namespace, services)
     return PodModel(out)
 
 
@@ -815,14 +857,24 @@ def _seconds(value: str, key: str, where: str) -> float:
         ) from None
 
 
-def _annotations(ann: Mapping[str, str], namespace: str, where: str) -> _Annotated:
+def _annotations(
+    ann: Mapping[str, str],
+    namespace: str,
+    where: str,
+    services: Container[tuple[str, str]] = frozenset(),
+) -> _Annotated:
     out = _Annotated()
     if NEEDS_ANNOTATION in ann:
         items = [s for s in ann[NEEDS_ANNOTATION].split(",") if s.strip()]
         out = replace(
             out,
             needs=tuple(
-                parse_need(s, namespace=namespace, where=f"{where}: annotation {NEEDS_ANNOTATION}")
+                parse_need(
+                    s,
+                    namespace=namespace,
+                    where=f"{where}: annotation {NEEDS_ANNOTATION}",
+                    services=services,
+                )
                 for s in items
             ),
         )
@@ -881,6 +933,7 @@ def _apply_overrides(
     pod: Mapping[str, Any],
     overrides: Sequence[BehaviourOverride],
     namespace: str,
+    services: Container[tuple[str, str]] = frozenset(),
 ) -> ContainerModel:
     for ov in overrides:
         if not ov.matches(pod, model.name):
@@ -888,7 +941,8 @@ def _apply_overrides(
         notes = list(model.notes)
         if ov.needs is not None:
             needs = tuple(
-                parse_need(s, namespace=namespace, where="behaviour override") for s in ov.needs
+                parse_need(s, namespace=namespace, where="behaviour override", services=services)
+                for s in ov.needs
             )
             model = replace(model, needs=needs, wait=None)
             notes.append(f"needs {', '.join(map(str, needs)) or 'nothing'} (scenario override)")
@@ -939,7 +993,10 @@ _URL = re.compile(r"(?P<scheme>https?)://(?P<host>\[[^\]]+\]|[^/:\s'\"]+)(?::(?P
 
 
 def parse_wait_loop(
-    script: str, namespace: str, cluster_domain: str = addresses.CLUSTER_DOMAIN
+    script: str,
+    namespace: str,
+    cluster_domain: str = addresses.CLUSTER_DOMAIN,
+    services: Container[tuple[str, str]] = frozenset(),
 ) -> tuple[WaitLoop | None, str]:
     """Recognise ``until <probe>; do sleep N; done`` (optionally under ``timeout N sh -c``).
 
@@ -949,7 +1006,7 @@ def parse_wait_loop(
     if m is None:
         return None, ""
     probe, body = m.group("probe").strip(), m.group("body")
-    found = _probe_target(probe, namespace, cluster_domain)
+    found = _probe_target(probe, namespace, cluster_domain, services)
     if found is None:
         return None, ""
     target, probe_timeout, what = found
@@ -1008,7 +1065,9 @@ def _kubectl_timeout(tokens: list[str]) -> float:
     return DEFAULT_CONNECT_TIMEOUT
 
 
-def _probe_target(probe: str, namespace: str, domain: str) -> tuple[Need, float, str] | None:
+def _probe_target(
+    probe: str, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
+) -> tuple[Need, float, str] | None:
     try:
         tokens = shlex.split(probe)
     except ValueError:
@@ -1024,7 +1083,7 @@ def _probe_target(probe: str, namespace: str, domain: str) -> tuple[Need, float,
         wait = _flag_value(tokens, "-w")
         positional = [a for a in args if not (wait is not None and a == f"{wait:g}")]
         if len(positional) >= 2 and positional[-1].isdigit():
-            need = _host_need(positional[-2], int(positional[-1]), namespace, domain)
+            need = _host_need(positional[-2], int(positional[-1]), namespace, domain, services)
             return need, wait or KERNEL_CONNECT_TIMEOUT, f"polls `{probe}`"
         return None
     if cmd in ("wget", "curl"):
@@ -1032,7 +1091,7 @@ def _probe_target(probe: str, namespace: str, domain: str) -> tuple[Need, float,
         if m is None:
             return None
         port = int(m.group("port") or (443 if m.group("scheme") == "https" else 80))
-        need = _host_need(m.group("host").strip("[]"), port, namespace, domain)
+        need = _host_need(m.group("host").strip("[]"), port, namespace, domain, services)
         limit = _flag_value(tokens, "-T", "--timeout", "--connect-timeout", "-m", "--max-time")
         return need, limit or KERNEL_CONNECT_TIMEOUT, f"polls `{probe}`"
     if cmd in ("nslookup", "getent", "host", "dig"):
@@ -1042,11 +1101,13 @@ def _probe_target(probe: str, namespace: str, domain: str) -> tuple[Need, float,
     return None
 
 
-def _host_need(host: str, port: int, namespace: str, domain: str) -> Need:
+def _host_need(
+    host: str, port: int, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
+) -> Need:
     try:
         ipaddress.ip_address(host)
     except ValueError:
-        return _name_need(host, port, namespace, domain)
+        return _name_need(host, port, namespace, domain, services)
     return Need("cidr", f"{host}/{32 if ':' not in host else 128}", port)
 
 
@@ -1094,7 +1155,7 @@ def env_peers(
     needs: list[Need] = []
     notes: list[str] = []
     for key, host, port in found:
-        need = _name_need(host, port or 1, namespace, ctx.cluster_domain)
+        need = _name_need(host, port or 1, namespace, ctx.cluster_domain, known)
         if need.kind == "kube-apiserver":
             continue  # reached through KUBERNETES_SERVICE_HOST, covered by RBAC
         if need.kind != "service":
@@ -1145,7 +1206,9 @@ def _container(
 
     name = str(c.get("name", ""))
     view = container_view(c, pod)
-    program, notes = match_program(view, namespace, entries, ctx.cluster_domain)
+    program, notes = match_program(
+        view, namespace, entries, ctx.cluster_domain, ctx.services_by_name(namespace)
+    )
     apply_entry = next(
         (e for e in entries if e.spec.command == "kubectl-apply" and e.matches(view.image, view.argv, view.script)),
         None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,9 +171,11 @@ def match_program(
     namespace: str,
     entries: Sequence[CompiledEntry],
     cluster_domain: str = addresses.CLUSTER_DOMAIN,
+    services: Container[tuple[str, str]] = frozenset(),
 ) -> tuple[Program | None, list[str]]:
     """The program of the first entry matching ``view`` (and notes on entries that matched but
-    whose arguments could not be read)."""
+    whose arguments could not be read). ``services``: the ``(namespace, name)`` of the Services
+    the simulation knows, so a host ``name.ns`` it dials is that Service (behaviour._name_need)."""
     notes: list[str] = []
     for entry in entries:
         if not entry.matches(view.image, view.argv, view.script):
@@ -181,8 +183,8 @@ def match_program(
         label = f"{entry.name} ({entry.origin})"
         spec = entry.spec
         if spec.command is None:
-            return _image_program(spec, label, view, namespace), notes
-        found = _command_program(spec, label, view, namespace, cluster_domain)
+            return _image_program(spec, label, view, namespace, services), notes
+        found = _command_program(spec, label, view, namespace, cluster_domain, services)
         if isinstance(found, Program):
             return found, notes
         if found:
@@ -275,7 +277,13 @@ def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Chec
     return Check("object", target, errors=tuple(errors))
 
 
-def _image_program(spec: EntrySpec, label: str, view: ContainerView, namespace: str) -> Program:
+def _image_program(
+    spec: EntrySpec,
+    label: str,
+    view: ContainerView,
+    namespace: str,
+    services: Container[tuple[str, str]] = frozenset(),
+) -> Program:
     notes = [f"behaviour from catalog entry {label}: {spec.summary}"]
     needs: tuple[Need, ...] | None = None
     if spec.needs is not None:
@@ -286,7 +294,9 @@ def _image_program(spec: EntrySpec, label: str, view: ContainerView, namespace: 
                 notes.append(f"cannot tell what {text} means from the container's arguments: not needed")
                 continue
             try:
-                found.append(parse_need(filled, namespace=namespace, where=f"catalog entry {spec.name}"))
+                found.append(
+                    parse_need(filled, namespace=namespace, where=f"catalog entry {spec.name}", services=services)
+                )
             except InputError:
                 notes.append(f"{filled!r} (from {text}) is not a target: not needed")
         needs = tuple(found)
@@ -543,7 +553,9 @@ def _kubectl_rollout(view: ContainerView, namespace: str) -> Program | str | Non
     )
 
 
-def _wait_for_port(view: ContainerView, namespace: str, domain: str) -> Program | str | None:
+def _wait_for_port(
+    view: ContainerView, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
+) -> Program | str | None:
     m = re.search(r"\bwait-for-port\b(?P<args>[^;&|\n]*)", view.script)
     if m is None:
         return None
@@ -561,7 +573,7 @@ def _wait_for_port(view: ContainerView, namespace: str, domain: str) -> Program 
         return "runs wait-for-port with arguments from shell variables: not modelled"
     timeout = float(timeout_text) if timeout_text else WAIT_FOR_PORT_TIMEOUT
     port = int(pos[-1])
-    target = _host_need(host or "127.0.0.1", port, namespace, domain)
+    target = _host_need(host or "127.0.0.1", port, namespace, domain, services)
     return Program(
         entry="",
         replaces_inference=False,
@@ -578,15 +590,22 @@ def _wait_for_port(view: ContainerView, namespace: str, domain: str) -> Program 
     )
 
 
-def _shell_wait(view: ContainerView, namespace: str, domain: str) -> Program | None:
-    wait, sentence = parse_wait_loop(view.script, namespace, domain)
+def _shell_wait(
+    view: ContainerView, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
+) -> Program | None:
+    wait, sentence = parse_wait_loop(view.script, namespace, domain, services)
     if wait is None:
         return None
     return Program(entry="", replaces_inference=False, wait=wait, notes=(sentence,))
 
 
 def _command_program(
-    spec: EntrySpec, label: str, view: ContainerView, namespace: str, domain: str
+    spec: EntrySpec,
+    label: str,
+    view: ContainerView,
+    namespace: str,
+    domain: str,
+    services: Container[tuple[str, str]] = frozenset(),
 ) -> Program | str | None:
     found: Program | str | None
     if spec.command == "kubectl-wait":
@@ -594,9 +613,9 @@ def _command_program(
     elif spec.command == "kubectl-rollout-status":
         found = _kubectl_rollout(view, namespace)
     elif spec.command == "wait-for-port":
-        found = _wait_for_port(view, namespace, domain)
+        found = _wait_for_port(view, namespace, domain, services)
     elif spec.command == "shell-wait-loop":
-        found = _shell_wait(view, namespace, domain)
+        found = _shell_wait(view, namespace, domain, services)
     else:
         return None  # kubectl-apply: the behaviour model parses it with the pod's ConfigMaps
     if isinstance(found, Program):

@@ -225,6 +225,17 @@ def _in_cluster_service(name: str, cluster: ClusterView) -> tuple[str, str] | No
     return (parts[1], parts[0]) if len(parts) == 2 else None
 
 
+def _searched_service(name: str, cluster: ClusterView) -> Service | None:
+    """The Service a pod reaches by a two-label ``name.ns`` when the cluster has it: the pod's
+    resolver tries ``name.ns.svc.<domain>`` before the name itself (kubernetes
+    pkg/kubelet/network/dns/dns.go: search ``<ns>.svc.<domain> svc.<domain> <domain>``,
+    ``ndots:5``); None when it has none (the name is then looked up outside the cluster)."""
+    labels = name.lower().rstrip(".").split(".")
+    if len(labels) != 2 or not all(labels):
+        return None
+    return cluster.service(labels[1], labels[0])
+
+
 def describe_target(target: Target) -> str:
     """A short human name for a target, as reasons print it."""
     if isinstance(target, KubeApiServer):
@@ -661,12 +672,22 @@ def evaluate(
         proto = normalize_protocol(target.protocol)
         desc = describe_target(target)
         svc_ref = _in_cluster_service(target.name, cluster)
+        searched = _searched_service(target.name, cluster) if src_pod is not None else None
         if src_pod is not None:
             dns = evaluate(source, Dns("UDP", target.name), pset, cluster, cni)
             if not dns.allowed:
                 return replace(
                     dns, reason=f"lookup of {target.name} failed: {dns.reason}", lookup=target.name
                 )
+        if searched is not None:
+            return _run(
+                _service_plan(searched, target.port, proto, desc, cluster, src_pod),
+                source,
+                src,
+                pset,
+                cluster,
+                cni,
+            )
         if svc_ref is not None:
             svc = cluster.service(svc_ref[0], svc_ref[1])
             if svc is None:
