@@ -143,6 +143,11 @@ object is applied in every run of a check (each profile, its tight and fixed run
 _BUILTIN_VERDICTS_MAX = 50_000
 
 
+def clear_field_verdicts() -> None:
+    """Forget the cached field verdicts (a benchmark timing one simulation as a first run)."""
+    _BUILTIN_VERDICTS.clear()
+
+
 def _typed_json(value: Any) -> str:
     return f"<{type(value).__name__}:{value!r}>"  # a non-JSON leaf keeps its type in the key
 
