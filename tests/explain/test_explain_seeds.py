@@ -144,3 +144,21 @@ def test_explain_reads_the_config_as_simulate_and_check_do(tmp_path: Path) -> No
         done = subprocess.run([sys.executable, "-m", "helmsim", *args], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2
         assert done.stderr == f"error: {chart / '.helmsim.yaml'}:1: catalog: must be a list of catalog entries\n"
+
+
+def test_explain_names_the_config_in_effect_and_reads_the_repository_root(tmp_path: Path) -> None:
+    chart = tmp_path / "chart"
+    shutil.copytree(ROOT / "tests/realcharts/duplicate-keys", chart)
+    (chart / ".helmsim.yaml").write_text("profiles: [kind]\n")
+    observed = str(ROOT / "examples/explain/seed2-incident.observation.yaml")
+    base = ["explain", str(chart), "-O", observed, "--runs", "1", "--no-verify"]
+    text = runner.invoke(app, base)
+    assert text.exit_code in (0, 1), text.output
+    assert text.stdout.splitlines()[1] == f"config: {chart / '.helmsim.yaml'}"
+    data = json.loads(runner.invoke(app, [*base, "--format", "json"]).stdout)
+    assert data["configFile"] == str(chart / ".helmsim.yaml")
+    bare = runner.invoke(app, ["explain", *SEED2_ARGS, "-p", "kind", "--runs", "1", "--no-verify", "--format", "json"])
+    assert json.loads(bare.stdout)["configFile"] is None
+    # --repository-root reaches the chart-source resolution as in simulate
+    missing = runner.invoke(app, [*base, "--repository-root", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "--repository-root: not a directory" in missing.stderr

@@ -99,6 +99,7 @@ def explain_cmd(
     ] = None,
     backend: options.Backend = "local",
     ray_address: options.RayAddress = None,
+    repository_root: options.RepositoryRoot = None,
 ) -> None:
     """Search the faults and latencies helmsim models for those that reproduce an observation.
 
@@ -126,9 +127,11 @@ def explain_cmd(
         upgrade_from=upgrade_from,
         upgrade_from_values=upgrade_from_values or [],
         upgrade_from_set=upgrade_from_set or [],
+        repository_root=repository_root,
     )
     # .helmsim.yaml's catalog and declared CRDs apply to explain as to simulate and check
-    releases = with_config(releases, config_for(target))
+    cfg = config_for(target)
+    releases = with_config(releases, cfg)
     limit = options.seconds(horizon, DEFAULT_HORIZON, "--horizon", positive=True)
     ex = explain(
         releases,
@@ -148,13 +151,13 @@ def explain_cmd(
     if fmt is ExplainFormat.html:
         if not output:
             raise InputError("--format html writes a file: add --output FILE (or --output - for stdout)")
-        emit(report.to_html(ex), output)
+        emit(report.to_html(ex, config=cfg.source), output)
     elif fmt is ExplainFormat.json:
-        emit(report.to_json(ex), output)
+        emit(report.to_json(ex, config=cfg.source), output)
     elif output and output != "-":
-        emit(report.to_text(ex), output)
+        emit(report.to_text(ex, config=cfg.source), output)
     else:
-        for line in report.text_lines(ex):
+        for line in report.text_lines(ex, config=cfg.source):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
     if not ex.reproducing:
         raise typer.Exit(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from helmsim.config import config_file, describe
 from helmsim.explain.search import Explanation, FixVerdict, Verdict
 from helmsim.report.safe import dump_json, safe_text
 
@@ -60,12 +61,14 @@ def fix_dict(f: FixVerdict) -> dict[str, Any]:
     }
 
 
-def to_json(ex: Explanation) -> str:
-    """The explanation as JSON (docs/explain.md "JSON")."""
+def to_json(ex: Explanation, *, config: str | None = None) -> str:
+    """The explanation as JSON (docs/explain.md "JSON"); ``configFile`` is the ``.helmsim.yaml``
+    in effect (null: none)."""
     return dump_json(
         {
             "observation": ex.observation,
             "profile": ex.profile,
+            "configFile": config_file(config),
             "runs": ex.runs,
             "seed": ex.seed,
             "assumption": ASSUMPTION,
@@ -81,9 +84,14 @@ def _titles(ex: Explanation) -> dict[str, str]:
     return {v.hypothesis.id: v.title for v in ex.verdicts}
 
 
-def text_lines(ex: Explanation) -> list[str]:
-    """The report as plain lines (the CLI prints them; tests read them)."""
-    lines = [f"helmsim explain: {ex.observation} under {ex.profile} ({ex.runs} sampled runs per hypothesis, seed {ex.seed})", ""]
+def text_lines(ex: Explanation, *, config: str | None = None) -> list[str]:
+    """The report as plain lines (the CLI prints them; tests read them); the second names the
+    ``.helmsim.yaml`` in effect."""
+    lines = [
+        f"helmsim explain: {ex.observation} under {ex.profile} ({ex.runs} sampled runs per hypothesis, seed {ex.seed})",
+        describe(config),
+        "",
+    ]
     repro = ex.reproducing
     if repro:
         lines.append(f"Reproduces it ({len(repro)}), most probable first:")
@@ -126,15 +134,15 @@ def text_lines(ex: Explanation) -> list[str]:
     return [safe_text(x) for x in lines]
 
 
-def to_text(ex: Explanation) -> str:
-    return "\n".join(text_lines(ex)) + "\n"
+def to_text(ex: Explanation, *, config: str | None = None) -> str:
+    return "\n".join(text_lines(ex, config=config)) + "\n"
 
 
 def _e(text: Any) -> str:
     return html.escape(safe_text(text), quote=True)
 
 
-def to_html(ex: Explanation) -> str:
+def to_html(ex: Explanation, *, config: str | None = None) -> str:
     """A self-contained page: reproducing hypotheses with their chains, ruled out ones, fixes."""
     titles = _titles(ex)
     parts = [
@@ -144,7 +152,7 @@ def to_html(ex: Explanation) -> str:
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .5em;vertical-align:top}"
         ".yes{color:#060}.no{color:#a00}code{font-size:12px}</style></head><body>",
         f"<h1>helmsim explain: {_e(ex.observation)} under {_e(ex.profile)}</h1>",
-        f"<p>{ex.runs} sampled runs per hypothesis, seed {ex.seed}. {_e(ASSUMPTION)}</p>",
+        f"<p>{ex.runs} sampled runs per hypothesis, seed {ex.seed}; {_e(describe(config))}. {_e(ASSUMPTION)}</p>",
         "<h2>Reproduces it</h2>",
     ]
     if not ex.reproducing:
