@@ -79,3 +79,31 @@ def test_dependency_blocked_until_infra_ready() -> None:
     blocked = [e for e in trace if e.obj == "Kustomization/flux-system/tenants" and e.data.get("reason") == "DependencyNotReady"]
     assert blocked and blocked[0].message == "Ready=False DependencyNotReady: dependency 'flux-system/infra' is not ready"
     assert blocked[0].time < (_ks("infra").ready_at or 0)
+
+
+def test_a_release_its_kustomization_never_applies_is_explained_down_to_the_failing_one() -> None:
+    # apps dependsOn infra, whose health check times out on a Deployment no node admits: check's
+    # HS106 names the Kustomization chain, infra's own failure, and the pod's FailedScheduling
+    import json
+
+    from typer.testing import CliRunner
+
+    from helmsim.cli import app
+
+    gate = ROOT / "tests" / "realcharts" / "kustomization-gate"
+    args = ["check", str(gate), "--chart", f"web={ROOT / 'tests/realcharts/post-render/chart'}", "-p", "kind"]
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 1, result.output
+    findings = json.loads(result.stdout)["findings"]
+    (hs106,) = [f for f in findings if f["rule"] == "HS106"]
+    occ = hs106["occurrences"][0]
+    assert occ["message"] == (
+        "HelmRelease apps/web is never reconciled: Kustomization flux-system/apps has not applied it: "
+        "DependencyNotReady: dependency 'flux-system/infra' is not ready; Kustomization/flux-system/infra "
+        "is Ready=False HealthCheckFailed: health check failed after 2m0s: timeout waiting for: "
+        "[Deployment/default/edge status: 'InProgress']"
+    )
+    texts = [s["text"] for s in occ["chain"]]
+    assert texts[0].startswith("FailedScheduling: 0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.")
+    assert texts[1].startswith("Ready=False HealthCheckFailed: health check failed after 2m0s")
+    assert hs106["fixes"][0]["summary"].startswith("make what Kustomization/flux-system/infra waits for healthy (Deployment/default/edge")

@@ -6,7 +6,8 @@ HS100 release-not-ready
 HS106 dependents-blocked
     A HelmRelease is never reconciled because one it ``dependsOn`` is not Ready
     (fluxcd/helm-controller internal/controller/helmrelease_controller.go checkDependencies:
-    "dependency '<ns>/<name>' is not ready").
+    "dependency '<ns>/<name>' is not ready"), or because the Kustomization that would apply it
+    never does (its own ``dependsOn`` or health checks fail).
 HS110 progress-deadline-exceeds-timeout
     A Deployment's ``progressDeadlineSeconds`` (default 600: kubernetes
     pkg/apis/apps/v1/defaults.go) is longer than the release timeout, so a stuck rollout ends
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
@@ -80,6 +82,9 @@ def dependents_blocked(run: ProfileRun) -> list[Candidate]:
         ]
         if last:
             chain.append(step(last[0], last[0].message))
+        if not blocking and o.reason == "NotApplied":
+            out.append(_not_applied(run, hr_ref, o.message))
+            continue
         via = ", ".join(f"{d} ({outcomes[d].outcome})" for d in blocking) or "a dependency"
         msg = f"HelmRelease {hr_ref} is never reconciled: it dependsOn {via}"
         out.append(
@@ -100,6 +105,80 @@ def dependents_blocked(run: ProfileRun) -> list[Candidate]:
             )
         )
     return out
+
+
+_KS_DEPENDENCY = re.compile(r"dependency '([^']+)' is not ready")
+
+
+def _first_warning(run: ProfileRun, obj: str) -> TraceEvent | None:
+    """The first Warning event of ``Kind/ns/name`` or of the ReplicaSets and Pods named after it
+    (a Deployment's ``<name>-<hash>``, its pods' ``<name>-<hash>-<suffix>``)."""
+    kind, _, rest = obj.partition("/")
+    ns, _, name = rest.rpartition("/")
+    owned = (f"ReplicaSet/{ns}/{name}-", f"Pod/{ns}/{name}-")
+    return next(
+        (
+            e
+            for e in run.events(what="event")
+            if e.data.get("type") == "Warning" and (e.obj == obj or e.obj.startswith(owned))
+        ),
+        None,
+    )
+
+
+def _not_applied(run: ProfileRun, hr_ref: str, message: str) -> Candidate:
+    """HS106 for a HelmRelease its Kustomization never applied: the Kustomizations that gate it,
+    down the ``dependsOn`` chain to the one that fails for a reason of its own
+    (fluxcd/kustomize-controller internal/controller/kustomization_controller.go
+    checkDependencies: "dependency '<ns>/<name>' is not ready"), and what that one says."""
+    by_ref = {f"{k.namespace}/{k.name}": k for k in run.result.kustomizations}
+    gate = re.search(r"Kustomization (\S+) has not applied it", message)
+    ks = by_ref.get(gate.group(1)) if gate else None
+    seen: set[str] = set()
+    while ks is not None and ks.reason == "DependencyNotReady" and f"{ks.namespace}/{ks.name}" not in seen:
+        seen.add(f"{ks.namespace}/{ks.name}")
+        dep = _KS_DEPENDENCY.search(ks.message)
+        nxt = by_ref.get(dep.group(1)) if dep else None
+        if nxt is None:
+            break
+        ks = nxt
+    chain: list[Step] = []
+    msg = message
+    fix = "make the Kustomization that gates it Ready (see its conditions); this one follows"
+    if ks is not None and ks.ready != "True":
+        root = f"Kustomization/{ks.namespace}/{ks.name}"
+        failed = [
+            e
+            for e in run.events(what="condition", obj=root)
+            if e.message.startswith("Ready=False") and "DependencyNotReady" not in e.message
+        ]
+        if failed:
+            chain.append(step(failed[0], failed[0].message))
+        if gate is None or gate.group(1) != f"{ks.namespace}/{ks.name}":
+            msg += f"; {root} is Ready=False {ks.reason}: {ks.message}"
+        named = list(dict.fromkeys(m.group(1) for m in _NAMED_OBJECT.finditer(ks.message)))
+        if named:
+            fix = f"make what {root} waits for healthy ({', '.join(named)}: see their events); this one follows"
+        for obj in named:
+            warning = _first_warning(run, obj)
+            if warning is not None:
+                chain.append(step(warning, f"{warning.data.get('reason')}: {warning.message}"))
+    applied = [
+        e
+        for e in run.events(what="condition", obj=f"HelmRelease/{hr_ref}")
+        if e.data.get("reason") in ("DependencyNotReady", "NotApplied")
+    ]
+    chain.extend(step(e, e.message) for e in applied[:1])
+    return Candidate(
+        "HS106",
+        hr_ref,
+        f"HelmRelease/{hr_ref}",
+        Severity.error,
+        f"HelmRelease {hr_ref} is never reconciled: {msg.removeprefix(f'HelmRelease {hr_ref} is not applied: ')}",
+        sorted(chain, key=lambda s: s.time),
+        [Fix(fix)],
+        run.variant,
+    )
 
 
 def blocking_roots(run: ProfileRun, hr_ref: str) -> tuple[str, ...]:
