@@ -231,3 +231,30 @@ def test_a_go_abort_becomes_one_line() -> None:
     log = "runtime: goroutine stack exceeds 1000000000-byte limit\nfatal error: stack overflow\n\nruntime stack:\n..."
     err = engine_worker._died(2, log, limits.Limits(), "chart")
     assert str(err) == "chart: Helm's engine aborted: fatal error: stack overflow (does a template recurse, e.g. tpl calling itself?)"
+
+
+LONG = "x" * 300  # past NAME_MAX (255): the system refuses to look it up (ENAMETOOLONG)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["simulate", LONG],
+        ["render", LONG],
+        ["plan", LONG],
+        ["simulate", str(SEED2), "--helmrelease", LONG],
+        ["simulate", str(SEED2), "--helmrelease", str(SEED2 / "flux"), "-p", LONG],
+        ["check", str(SEED2), "--helmrelease", str(SEED2 / "flux"), "--chart", f"x={LONG}"],
+    ],
+    ids=["target", "render", "plan", "helmrelease", "profile", "chart-map"],
+)
+def test_a_path_too_long_to_look_up_is_bad_input(capsys, monkeypatch, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+    text = one_error(*run(capsys, monkeypatch, *args)[::2])
+    assert "File name too long" in text and "(300 characters)" in text and "internal error" not in text
+
+
+def test_a_profile_extending_a_name_too_long_names_its_line(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    profile = tmp_path / "p.yaml"
+    profile.write_text(f"name: p\nextends: {LONG}\n")
+    code, _out, err = run(capsys, monkeypatch, "simulate", SEED2, "--helmrelease", SEED2 / "flux", "-p", profile)
+    assert one_error(code, err).startswith(f"error: {profile}:2: profile '") and "File name too long" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import errno
 import functools
 import importlib
 import os
@@ -234,6 +235,19 @@ def emit(text: str, output: str | None) -> None:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_BAD_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP})
+"""A path the operating system refuses to look up (a name past NAME_MAX/PATH_MAX, a symlink
+loop): the input is bad, whichever reader met it first."""
+
+
+def path_error(err: OSError) -> InputError | None:
+    """The one-line bad-input error for a path the system cannot look up, else None."""
+    if err.errno not in _BAD_PATH_ERRNOS:
+        return None
+    name = str(err.filename) if err.filename is not None else "a path"
+    shown = name if len(name) <= 120 else f"{name[:60]}…{name[-40:]} ({len(name):,} characters)"
+    return InputError(f"{shown}: {err.strerror or 'cannot look the path up'}")
+
 EXIT_BAD_INPUT = 2
 
 
@@ -251,6 +265,12 @@ def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Call
                 return inner(*a, **k)
             except InputError as err:
                 err_console.print(f"error: {err}", markup=False)
+                raise typer.Exit(EXIT_BAD_INPUT) from None
+            except OSError as err:
+                bad = path_error(err)
+                if bad is None:
+                    raise
+                err_console.print(f"error: {bad}", markup=False)
                 raise typer.Exit(EXIT_BAD_INPUT) from None
 
         kwargs.setdefault("cls", HelpCommand)

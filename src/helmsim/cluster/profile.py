@@ -689,7 +689,12 @@ def _open(ref: str, *, base_dir: Path | None, referrer: tuple[str, int | None] |
     path = Path(ref)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as err:  # a name past NAME_MAX, a symlink loop: no such profile either
+        shown = ref if len(ref) <= 120 else f"{ref[:60]}…{ref[-40:]} ({len(ref):,} characters)"
+        raise InputError(f"profile {shown!r}: {err.strerror or err}", **where) from None
+    if not found:
         if _looks_like_path(ref):
             raise InputError(f"profile file {ref!r} not found ({path})", **where)
         names = ", ".join(builtins) or "none"
