@@ -41,3 +41,12 @@ class InputError(Exception):
         if self.file:
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
         return one_line(f"{where}{self.message}")
+
+
+def shorten(name: str, limit: int = 120) -> str:
+    """``name`` as a one-line message shows it: whole up to ``limit`` characters, else its
+    start and end with its length (a path too long for the file system, say)."""
+    if len(name) <= limit:
+        return name
+    return f"{name[:60]}…{name[-40:]} ({len(name):,} characters)"
+

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - depends on the installed Typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from helmsim.cli.limit_options import with_common_options
-from helmsim.errors import InputError
+from helmsim.errors import InputError, shorten
 from helmsim.report.atomic import write_atomic
 from helmsim.report.safe import SafeConsole
 
@@ -245,8 +245,7 @@ def path_error(err: OSError) -> InputError | None:
     if err.errno not in _BAD_PATH_ERRNOS:
         return None
     name = str(err.filename) if err.filename is not None else "a path"
-    shown = name if len(name) <= 120 else f"{name[:60]}…{name[-40:]} ({len(name):,} characters)"
-    return InputError(f"{shown}: {err.strerror or 'cannot look the path up'}")
+    return InputError(f"{shorten(name)}: {err.strerror or 'cannot look the path up'}")
 
 EXIT_BAD_INPUT = 2
 

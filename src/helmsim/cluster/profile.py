@@ -29,7 +29,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from helmsim.cluster.latency import Constant, Empirical, Latency, LogNormal, Uniform, fixed
-from helmsim.errors import InputError, Where
+from helmsim.errors import InputError, Where, shorten
 from helmsim.kube import addresses
 from helmsim.kube.served import builtin_apis
 from helmsim.yamlio import key_lines, load_one, read_text
@@ -692,8 +692,7 @@ def _open(ref: str, *, base_dir: Path | None, referrer: tuple[str, int | None] |
     try:
         found = path.is_file()
     except OSError as err:  # a name past NAME_MAX, a symlink loop: no such profile either
-        shown = ref if len(ref) <= 120 else f"{ref[:60]}…{ref[-40:]} ({len(ref):,} characters)"
-        raise InputError(f"profile {shown!r}: {err.strerror or err}", **where) from None
+        raise InputError(f"profile {shorten(ref)!r}: {err.strerror or err}", **where) from None
     if not found:
         if _looks_like_path(ref):
             raise InputError(f"profile file {ref!r} not found ({path})", **where)

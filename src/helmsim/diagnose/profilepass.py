@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from helmsim import taskpool
+from helmsim.cluster.netstate import POLICY_KINDS
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Severity
@@ -26,8 +27,6 @@ from helmsim.simulate import ReleaseInput
 PARALLEL_MIN_OBJECTS = 400
 """Rendered objects, summed over the profiles to simulate, from which the passes run on worker
 processes: below it, starting the workers (≈ 0.5 s) costs more than they save."""
-
-POLICY_KINDS = ("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy")
 
 Tick = Callable[[int, int], None]
 

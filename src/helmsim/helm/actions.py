@@ -197,15 +197,18 @@ class _StatusCache:
         self.reader = reader
         self._seen: dict[tuple[str, str, str], tuple[str, Result]] = {}
         self._kinds: dict[str, tuple[int, list[Result]]] = {}
+        self._waited: Sequence[Resource] | None = None
+        self._by_kind: dict[str, list[int]] = {}
 
     def read_all(self, waited: Sequence[Resource]) -> list[Result]:
         """Each object's status, in order; the objects of a kind nothing wrote since the last
         poll keep their results without a lookup (most polls of a large release)."""
-        by_kind: dict[str, list[int]] = {}
-        for i, r in enumerate(waited):
-            by_kind.setdefault(r.kind, []).append(i)
+        if waited is not self._waited:  # a wait polls the same list: group it once
+            self._waited, self._by_kind = waited, {}
+            for i, r in enumerate(waited):
+                self._by_kind.setdefault(r.kind, []).append(i)
         out: list[Result | None] = [None] * len(waited)
-        for kind, idx in by_kind.items():
+        for kind, idx in self._by_kind.items():
             writes = self.sim.store.writes(kind)
             kept = self._kinds.get(kind)
             if kept is not None and kept[0] == writes and kind not in _CLOCKED_KINDS:
