@@ -78,6 +78,7 @@ class _Worker:
         )
         self.pid = os.getpid()
         self.buffer = b""
+        self.used = False  # a request was sent (prestart() makes workers that may never be)
 
     def alive(self) -> bool:
         return self.pid == os.getpid() and self.proc.poll() is None
@@ -138,7 +139,10 @@ _worker: _Worker | None = None
 def _shutdown() -> None:
     global _worker
     if _worker is not None:
-        _worker.close()
+        if _worker.used:
+            _worker.close()
+        else:  # started ahead by prestart() and never asked: no need to wait for its start-up
+            _worker.stop()
         _worker = None
 
 
@@ -154,6 +158,18 @@ def _stop_now() -> None:
 
 
 interrupts.on_stop(_stop_now)
+
+
+def prestart() -> None:
+    """Start this process's worker now, without waiting for it, so that Helm's engine loads on
+    another core while the caller imports the simulator; the first :func:`call` then finds it
+    ready. A worker never asked anything is killed at exit, not waited for."""
+    global _worker
+    with _lock:
+        if _worker is None or not _worker.alive():
+            if _worker is not None:
+                _worker.stop()
+            _worker = _Worker()
 
 
 def current_pid() -> int | None:
@@ -179,6 +195,7 @@ def call(op: str, *, subject: str, **args: Any) -> dict[str, Any]:
                 _worker.stop()
             _worker = _Worker()
         worker = _worker
+        worker.used = True
         try:
             assert worker.proc.stdin is not None
             worker.proc.stdin.write(data)
@@ -307,6 +324,10 @@ def _serve() -> None:
     watchdog = _Watchdog(out, lock)
     watchdog.start()
     state: dict[str, Any] = {}
+    try:  # load Helm's engine before the first request (prestart() overlaps this with the parent)
+        import helm_python  # noqa: F401
+    except Exception:  # noqa: BLE001 - the first request's own import reports it as its answer
+        pass
     for raw in sys.stdin.buffer:
         request = json.loads(raw)
         watchdog.limit = int(request.pop("max_rss", 0) or 0)

@@ -29,7 +29,13 @@ def quiet_resource_tracker() -> None:
 
 def main() -> None:
     """Install the Ctrl-C handler, import the CLI, run it."""
+    import gc
+
     from helmsim import interrupts
+
+    # Importing the CLI and a command's modules allocates much and frees little: the collector's
+    # passes over it find nothing to free. It runs again from the command's first line.
+    gc.disable()
 
     quiet_resource_tracker()
     interrupts.install()

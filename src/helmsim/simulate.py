@@ -296,6 +296,17 @@ def prepare_charts(profile: ClusterProfile, releases: Sequence[ReleaseInput]) ->
     return rendered, previous
 
 
+def render_key(profile: ClusterProfile, releases: Sequence[ReleaseInput]) -> tuple[Any, ...]:
+    """All :func:`prepare_charts` reads from ``profile``: two profiles with the same key render
+    the same charts (a check matrix renders once per key)."""
+    declared = declared_crds(profile, releases)
+    return (
+        profile.kubernetes_version,
+        tuple(profile.capability_api_versions()),
+        tuple(sorted((ref, tuple(c.group_version + "/" + c.kind for c in crds)) for ref, crds in declared.items())),
+    )
+
+
 def declared_crds(profile: ClusterProfile, releases: Sequence[ReleaseInput]) -> dict[str, tuple[Any, ...]]:
     """The CRDs each unmapped release installs (by ref): its ``.helmsim.yaml`` declarations,
     else the first of the profile's ``unmappedReleases`` naming it."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import errno
 import functools
+import gc
 import importlib
 import os
 import sys
@@ -118,6 +119,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 paragraph of its docstring; tests/cli/test_lazy_commands.py keeps the two equal)."""
 
 
+RENDERING = frozenset({"check", "diff", "explain", "plan", "render", "simulate", "test"})
+"""The commands that render charts in this process (fleet renders in its tasks' processes)."""
+
+_HELP_FLAGS = frozenset({"--help", "-h"})
+
+
 class LazyGroup(_PlainHelp, typer.core.TyperGroup):
     """The root command group, importing a command's module only when that command runs.
 
@@ -146,6 +153,10 @@ class LazyGroup(_PlainHelp, typer.core.TyperGroup):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] in RENDERING and not _HELP_FLAGS.intersection(args[1:]):
+            from helmsim import engine_worker
+
+            engine_worker.prestart()  # Helm's engine loads while the command's modules import
         try:
             return super().resolve_command(ctx, args)
         except click_exceptions.UsageError as err:  # Typer suggests among the loaded commands only
@@ -260,6 +271,7 @@ def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Call
 
         @functools.wraps(inner)
         def wrapper(*a: Any, **k: Any) -> Any:
+            gc.enable()  # helmsim.entry pauses the collector while the modules import
             try:
                 return inner(*a, **k)
             except InputError as err:

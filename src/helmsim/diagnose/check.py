@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from helmsim import taskpool
+from helmsim.cluster.engine import gc_paused
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.config import Config
 from helmsim.diagnose import fixes as fixlib
@@ -36,7 +38,7 @@ from helmsim.diagnose.sampling import (
     sampled_run,
 )
 from helmsim.flux.helmrelease import HelmRelease
-from helmsim.simulate import DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome, SimulationResult
+from helmsim.simulate import DEFAULT_HORIZON, ReleaseInput, ReleaseOutcome, SimulationResult, render_key
 
 IGNORE_ANNOTATION = "helmsim.dev/ignore"
 Progress = Callable[[str, int, int], None]
@@ -138,8 +140,15 @@ def run_check(
     phase = f"simulating {len(profiles)} profile{'s' if len(profiles) != 1 else ''} × {len(releases)} HelmRelease{'s' if len(releases) != 1 else ''}"
     tick(phase, 0, len(profiles))
     given = [(simulated or {}).get(p.name) for p in profiles]
+    by_key: dict[tuple[Any, ...], Charts] = {}
     for profile, run in zip(profiles, given, strict=True):
-        rendered.append((run.charts, run.previous) if run else render_all(profile, releases))
+        if run is not None:
+            rendered.append((run.charts, run.previous))
+            continue
+        key = render_key(profile, releases)
+        if key not in by_key:
+            by_key[key] = render_all(profile, releases)
+        rendered.append(by_key[key])
     passes = run_passes(
         profiles,
         releases,
@@ -323,6 +332,7 @@ def _verify(
                         finding,
                         memo,
                         rules,
+                        runs.get(name),
                     )
                 )
 
@@ -336,14 +346,17 @@ class _FixTask:
     rule_ids: tuple[str, ...]
     horizon: float
 
-    def __call__(self, item: tuple[str, ClusterProfile]) -> ProfileRun:
+    def __call__(self, item: tuple[str, ClusterProfile, Charts | None]) -> ProfileRun:
         all_rules()
-        key, profile = item
+        key, profile, charts = item
         transform = fixlib.transform_for(key)
         assert transform is not None  # the key came from a fix with a transform
-        run = _fixed_run(key, transform, profile, self.releases, CheckOptions(horizon=self.horizon), False, {})
-        for rid in self.rule_ids:
-            run.candidates(RULES[rid])
+        with gc_paused():  # as in a profile pass (helmsim.diagnose.profilepass.profile_pass)
+            run = _fixed_run(
+                key, transform, profile, self.releases, CheckOptions(horizon=self.horizon), False, {}, charts
+            )
+            for rid in self.rule_ids:
+                run.candidates(RULES[rid])
         run.result.sim = None
         return run
 
@@ -375,7 +388,7 @@ def _prefetch_fixes(
     task = _FixTask(tuple(releases), tuple(r.id for r in rules), options.horizon)
     fixed = taskpool.run_tasks(
         task,
-        [(key, by_name[name]) for key, name in items],
+        [(key, by_name[name], _reusable(key, runs.get(name))) for key, name in items],
         taskpool.Backend("local", n),
         progress=lambda done, total: tick(phase, done, total),
     )
@@ -395,6 +408,15 @@ def _first_attempt_only(hr: HelmRelease) -> HelmRelease:
     return hr.model_copy(update={"spec": spec.model_copy(update=updates)})
 
 
+def _reusable(fix_key: str, base: ProfileRun | None) -> Charts | None:
+    """The charts of ``base`` (the finding's run under the same profile) when the fix's run
+    renders the same ones, else ``None`` (render again)."""
+    transform = fixlib.transform_for(fix_key)
+    if base is None or transform is None or transform.renders_anew:
+        return None
+    return base.charts, base.previous
+
+
 def _fixed_run(
     fix_key: str,
     transform: fixlib.FixTransform,
@@ -403,7 +425,10 @@ def _fixed_run(
     options: CheckOptions,
     tight: bool,
     memo: dict[tuple[str, str, bool], ProfileRun],
+    charts: Charts | None = None,
 ) -> ProfileRun:
+    """The run with the fix applied (memoized by fix, profile and timing); ``charts``: the
+    rendered charts to start from, when the fix does not change what renders."""
     key = (fix_key, profile.name, tight)
     if key not in memo:
         user = transform.helmreleases
@@ -419,6 +444,7 @@ def _fixed_run(
             tight=tight,
             horizon=options.horizon,
             variant="fix-tight" if tight else "fix",
+            charts=charts,
         )
     return memo[key]
 
@@ -433,8 +459,10 @@ def _check_fix(
     finding: Finding,
     memo: dict[tuple[str, str, bool], ProfileRun],
     rules: Sequence[RuleSpec] = (),
+    base: ProfileRun | None = None,
 ) -> FixCheck:
-    fixed = _fixed_run(fix_key, transform, profile, releases, options, False, memo)
+    charts = _reusable(fix_key, base)
+    fixed = _fixed_run(fix_key, transform, profile, releases, options, False, memo, charts)
     outcome = fixed.outcome(finding.release)
     again = [
         c
@@ -442,7 +470,7 @@ def _check_fix(
         if c.obj == finding.location.obj and c.release == finding.release
     ]
     if transform.tight and not again and has_race_window(fixed):
-        tight = _fixed_run(fix_key, transform, profile, releases, options, True, memo)
+        tight = _fixed_run(fix_key, transform, profile, releases, options, True, memo, charts)
         again = [
             c
             for c in tight.candidates(spec)

@@ -40,6 +40,14 @@ class FixTransform:
     charts: Callable[[str, ChartRelease], ChartRelease] | None = None
     helmreleases: Callable[[HelmRelease], HelmRelease] | None = None
     tight: bool = False
+    same_render: bool = False
+    """``helmreleases`` changes nothing the chart's render or post-render reads (values,
+    names, post-renderers), so the charts rendered for the finding's run are reused."""
+
+    @property
+    def renders_anew(self) -> bool:
+        """The fixed run must render its charts again (its HelmReleases render otherwise)."""
+        return self.helmreleases is not None and not self.same_render
 
 
 def key(*parts: Any) -> str:
@@ -363,7 +371,9 @@ def raise_timeout(hr_ref: str, seconds: float) -> FixTransform:
                 updates[action] = act.model_copy(update={"timeout": seconds})
         return hr.model_copy(update={"spec": spec.model_copy(update=updates)})
 
-    return FixTransform(helmreleases=fn)
+    # helm-controller internal/action/install.go: the timeout is the action's (Install.Timeout,
+    # the wait's), not an input of the render
+    return FixTransform(helmreleases=fn, same_render=True)
 
 
 def transform_for(fix_key: str) -> FixTransform | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from helmsim import taskpool
+from helmsim.cluster.engine import gc_paused
 from helmsim.cluster.netstate import POLICY_KINDS
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.diagnose.context import ProfileRun
@@ -58,7 +59,22 @@ def profile_pass(
 ) -> tuple[ProfileRun, list[Candidate]]:
     """The nominal run of ``profile`` (``given``, or simulated) and what the rules find on it;
     with ``tight``, the race rules on a tight-timing run too, as warnings (a race that only
-    bites sometimes: "Ready by luck of timing")."""
+    bites sometimes: "Ready by luck of timing"). The collector stays paused for the whole
+    pass: its passes over the live simulations cost a fifth of a 1,000-object pass."""
+    with gc_paused():
+        return _profile_pass(profile, releases, charts, rules, horizon=horizon, tight=tight, given=given)
+
+
+def _profile_pass(
+    profile: ClusterProfile,
+    releases: Sequence[ReleaseInput],
+    charts: Charts,
+    rules: Sequence[RuleSpec],
+    *,
+    horizon: float,
+    tight: bool,
+    given: ProfileRun | None,
+) -> tuple[ProfileRun, list[Candidate]]:
     nominal = given or run_nominal(profile, releases, horizon=horizon, charts=charts)
     found = run_rules(rules, nominal)
     if (

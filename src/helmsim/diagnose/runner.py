@@ -129,12 +129,15 @@ def run_transformed(
     tight: bool = False,
     horizon: float = DEFAULT_HORIZON,
     variant: str = "fix",
+    charts: tuple[dict[str, ChartRelease], dict[str, ChartRelease]] | None = None,
 ) -> ProfileRun:
     """A run with ``transform`` applied to every rendered chart (and ``hr_transform`` to every
-    HelmRelease), simulated from the changed resources (``simulate(prepared=…)``)."""
+    HelmRelease), simulated from the changed resources (``simulate(prepared=…)``). ``charts``
+    are the releases' rendered charts when ``hr_transform`` changes nothing Helm's engine
+    reads (else they are rendered again from the transformed HelmReleases)."""
     if hr_transform is not None:
         releases = [replace(r, hr=hr_transform(r.hr)) for r in releases]
-    rendered, previous = render_all(profile, releases)
+    rendered, previous = charts if charts is not None else render_all(profile, releases)
     if transform is not None:
         rendered = {ref: transform(ref, chart) for ref, chart in rendered.items()}
     prof = tight_profile(profile) if tight else profile

@@ -1,0 +1,67 @@
+"""A check renders each chart once per distinct set of capabilities, and checks a fix that
+changes only what Helm's engine does not read (a HelmRelease's timeout) on the charts it
+already rendered: the report is the one rendering again gives (helmsim.diagnose.check)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helmsim.cluster.profile import load_profile
+from helmsim.diagnose import check as checking
+from helmsim.diagnose import runner
+from helmsim.diagnose.check import CheckOptions, CheckReport, run_check
+from helmsim.diagnose.fixes import FixTransform
+from helmsim.release_inputs import build_inputs
+from helmsim.report import findings as text_report
+from helmsim.simulate import render_key
+
+HS110 = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "HS110" / "failing"
+MATRIX = ("kind", "cilium-default", "cilium-always")
+
+
+def _check(monkeypatch: pytest.MonkeyPatch) -> tuple[CheckReport, int]:
+    renders = 0
+    real = runner.render_all
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal renders
+        renders += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "render_all", counted)
+    monkeypatch.setattr(checking, "render_all", counted)
+    releases = build_inputs(
+        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name="hs110", namespace="default",
+        upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
+    )
+    report = run_check(releases, [load_profile(p) for p in MATRIX], options=CheckOptions(workers=1))
+    return report, renders
+
+
+def test_profiles_with_the_same_capabilities_share_one_render() -> None:
+    releases = build_inputs(
+        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name="hs110", namespace="default",
+        upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
+    )
+    keys = {name: render_key(load_profile(name), releases) for name in MATRIX}
+    assert keys["cilium-default"] == keys["cilium-always"]  # the same Kubernetes, the same API set
+    assert keys["kind"] != keys["cilium-default"]  # kind serves no Cilium API
+
+
+def test_a_timeout_fix_is_checked_on_the_charts_already_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    report, renders = _check(monkeypatch)
+    timeout_fixes = [fx for f in report.findings if f.rule == "HS110" for fx in f.fixes if fx.checks]
+    assert timeout_fixes, "HS110's timeout fix was re-simulated"
+    assert all(c.converges for fx in timeout_fixes for c in fx.checks)
+    assert renders == 2  # kind, and the two Cilium profiles together: no render for the fixes
+
+
+def test_the_report_is_the_one_rendering_again_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    reused, renders = _check(monkeypatch)
+    with monkeypatch.context() as m:
+        m.setattr(FixTransform, "renders_anew", property(lambda self: True))
+        again, more = _check(m)
+    assert more > renders  # the fixed runs rendered their charts again
+    assert text_report.to_json(reused, fail_on="error") == text_report.to_json(again, fail_on="error")

@@ -1,0 +1,58 @@
+"""Helm's engine started ahead (helmsim.engine_worker.prestart): the worker a rendering
+command starts while it imports the simulator is the one that answers its first render, and
+one nobody asked anything is killed at exit instead of waited for."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from typer.testing import CliRunner
+
+from helmsim import engine_worker
+from helmsim.cli import app
+
+
+@pytest.fixture(autouse=True)
+def _no_worker() -> None:
+    engine_worker._shutdown()
+
+
+def test_the_prestarted_worker_answers_the_first_call() -> None:
+    engine_worker.prestart()
+    pid = engine_worker.current_pid()
+    assert pid is not None
+    answer = engine_worker.call("set", subject="--set", expression="a.b=1", flag="--set")
+    assert answer["value"] == {"a": {"b": 1}}
+    assert engine_worker.current_pid() == pid  # no second worker was started
+    engine_worker.prestart()  # a live worker is kept, not replaced
+    assert engine_worker.current_pid() == pid
+
+
+def test_a_worker_never_asked_is_killed_at_exit() -> None:
+    engine_worker.prestart()
+    worker = engine_worker._worker
+    assert worker is not None
+    engine_worker._shutdown()
+    assert worker.proc.returncode == -signal.SIGKILL  # not left to finish loading Helm first
+
+
+def test_a_worker_that_answered_ends_on_end_of_input() -> None:
+    engine_worker.call("set", subject="--set", expression="a=1", flag="--set")
+    worker = engine_worker._worker
+    assert worker is not None
+    engine_worker._shutdown()
+    assert worker.proc.returncode == 0
+
+
+@pytest.mark.parametrize("command", ["render", "simulate", "check"])
+def test_help_starts_no_engine(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert engine_worker.current_pid() is None
+
+
+def test_a_rendering_command_starts_the_engine_before_it_reads_its_input() -> None:
+    result = CliRunner().invoke(app, ["render", "/nonexistent/chart"])
+    assert result.exit_code == 2
+    assert engine_worker.current_pid() is not None
