@@ -297,31 +297,61 @@ def iter_tasks(
     size = max(1, len(items) // (n * 4))
     numbered = list(enumerate(items))
     batches = [numbered[k : k + size] for k in range(0, len(numbered), size)]
-    ctx = mp_context()
-    cwd = os.getcwd()
-    pool: ProcessPoolExecutor | None = None
-    try:
-        # Workers ignore Ctrl-C (the parent stops them); a Ctrl-C while they start waits
-        # until they have, so none is left half-started by the teardown.
-        with interrupts.deferred():
-            interrupts.start_fork_server(ctx)
-            pool = ProcessPoolExecutor(
-                max_workers=n, mp_context=ctx, initializer=interrupts.ignore_in_worker
-            )
-            pending: set[Future[list[Done[R]]]] = {
-                pool.submit(_execute_many, fn, b, cwd) for b in batches
-            }
+    with LocalPool(n) as pool:
+        pending = {pool.submit_batch(fn, b) for b in batches}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
                 yield from fut.result()
-    except BaseException:  # Ctrl-C, a failed task, or the caller stopped iterating
-        if pool is not None:
+
+
+class LocalPool:
+    """Local worker processes kept across rounds of tasks (a check's profile passes, then its
+    fixed runs, each submitted as soon as it is known), from :func:`mp_context`'s fork server.
+
+    Workers ignore Ctrl-C: the parent stops them. Leaving the block on an exception (Ctrl-C, a
+    failed task, a caller that stopped iterating) ends them at once (:func:`interrupts.stop_pool`);
+    otherwise the block ends once they have finished.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.cwd = os.getcwd()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LocalPool:
+        ctx = mp_context()
+        # a Ctrl-C while the workers start waits until they have, so none is left half-started
+        # by the teardown
+        with interrupts.deferred():
+            interrupts.start_fork_server(ctx)
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=ctx, initializer=interrupts.ignore_in_worker
+            )
+        return self
+
+    def submit_batch(self, fn: Callable[[T], R], batch: Sequence[tuple[int, T]]) -> Future[list[Done[R]]]:
+        """``fn`` on each ``(index, item)`` of ``batch``, in one worker."""
+        assert self._pool is not None, "submit inside the with block"
+        with interrupts.deferred():
+            return self._pool.submit(_execute_many, fn, batch, self.cwd)
+
+    def submit(self, fn: Callable[[T], R], item: T) -> Future[list[Done[R]]]:
+        """``fn(item)`` on a worker; the future's one :class:`Done` holds the value."""
+        return self.submit_batch(fn, [(0, item)])
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if kind is not None:
             interrupts.stop_pool(pool)
-        raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def value_of(future: Future[list[Done[R]]]) -> R:
+    """The value of a task :meth:`LocalPool.submit` sent (its exception, raised here)."""
+    return future.result()[0].value
 
 
 def run_tasks(

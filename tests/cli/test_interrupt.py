@@ -154,6 +154,41 @@ def test_ctrl_c_while_simulate_runs_monte_carlo_workers(tmp_path: Path) -> None:
     assert_clean_stop(code, err, procs, out)
 
 
+_WIDE_TEMPLATE = """{{- range $i := until 120 }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm-{{ $i }}}
+data: {key: v}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app-{{ $i }}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: app-{{ $i }}}}
+  template:
+    metadata: {labels: {app: app-{{ $i }}}}
+    spec:
+      containers: [{name: app, image: registry.example/app:1.0.0}]
+{{- end }}
+"""
+
+
+def test_ctrl_c_while_check_passes_run_on_workers(tmp_path: Path) -> None:
+    # 240 objects under two profiles: the passes (then the fixed runs) run on one local pool
+    chart = tmp_path / "charts" / "wide"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: wide\nversion: 0.1.0\n")
+    (chart / "templates" / "objects.yaml").write_text(_WIDE_TEMPLATE)
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "check.json"
+    args = ["check", str(chart), "--release-name", "wide", "-p", "kind", "-p", "eks-gp3", "--format", "json"]
+    code, err, procs = interrupt(args, pool_working, out)
+    assert len(procs) >= 2  # the fork server and its workers
+    assert_clean_stop(code, err, procs, out)
+
+
 # --- the pieces ---------------------------------------------------------------------------------
 
 

@@ -14,6 +14,8 @@ probability, and a race that fails some sampled run becomes an error.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, as_completed
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +28,7 @@ from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Finding, Fix, FixCheck, Occurrence, Severity, Step
 from helmsim.diagnose.registry import RULES, RuleSpec, all_rules
 from helmsim.diagnose.rules.network import has_race_window
-from helmsim.diagnose.profilepass import run_passes, workers_for
+from helmsim.diagnose.profilepass import pass_workers, run_passes, workers_for
 from helmsim.diagnose.runner import render_all, run_transformed
 from helmsim.diagnose.sampling import (
     RACE_RULES,
@@ -133,8 +135,6 @@ def run_check(
     config = config or Config()
     options = options or CheckOptions()
     rules = [r for r in all_rules() if config.severity_for(r.id, r.slug) != "off"]
-    runs: dict[str, ProfileRun] = {}
-    found_by: dict[str, list[Candidate]] = {}
     rendered: list[Charts] = []
     notes: list[str] = []
     phase = f"simulating {len(profiles)} profile{'s' if len(profiles) != 1 else ''} × {len(releases)} HelmRelease{'s' if len(releases) != 1 else ''}"
@@ -149,17 +149,50 @@ def run_check(
         if key not in by_key:
             by_key[key] = render_all(profile, releases)
         rendered.append(by_key[key])
-    passes = run_passes(
-        profiles,
-        releases,
-        rendered,
-        rules,
-        horizon=options.horizon,
-        tight=options.tight,
-        given=given,
-        workers=options.workers,
-        tick=lambda done, total: tick(phase, done, total),
-    )
+    n = pass_workers(rendered, given, options.workers)
+    with ExitStack() as stack:
+        # one pool for the passes and the fixed runs, each fixed run sent as soon as a pass
+        # names it (a sampled check sends them after its sampled runs, which use their own)
+        pool = stack.enter_context(taskpool.LocalPool(n)) if n > 1 else None
+        by_name = {p.name: p for p in profiles}
+        early = pool is not None and options.verify_fixes and options.sampling is None
+        fixes = _FixRuns(pool, releases, rules, options, by_name) if pool is not None else None
+        passes = run_passes(
+            profiles,
+            releases,
+            rendered,
+            rules,
+            horizon=options.horizon,
+            tight=options.tight,
+            given=given,
+            workers=options.workers,
+            tick=lambda done, total: tick(phase, done, total),
+            pool=pool,
+            on_pass=fixes.from_pass if fixes is not None and early else None,
+        )
+        return _after_passes(
+            profiles, releases, rendered, passes, rules, options, config, notes, fixes, progress, phase
+        )
+
+
+def _after_passes(
+    profiles: Sequence[ClusterProfile],
+    releases: Sequence[ReleaseInput],
+    rendered: list[Charts],
+    passes: list[tuple[ProfileRun, list[Candidate]]],
+    rules: Sequence[RuleSpec],
+    options: CheckOptions,
+    config: Config,
+    notes: list[str],
+    fixes: _FixRuns | None,
+    progress: Progress | None,
+    phase: str,
+) -> CheckReport:
+    """The rest of :func:`run_check` once every profile's pass is made: sampled runs, the
+    findings merged across profiles, their fixes verified (on ``fixes``' pool when given)."""
+    tick = progress or _silent
+    runs: dict[str, ProfileRun] = {}
+    found_by: dict[str, list[Candidate]] = {}
     for profile, (nominal, found) in zip(profiles, passes, strict=True):
         runs[profile.name] = nominal
         found_by[profile.name] = found
@@ -199,7 +232,7 @@ def run_check(
     kept = [f for f in findings if f.suppressed is None]
     suppressed = [f for f in findings if f.suppressed is not None]
     if options.verify_fixes:
-        _verify(kept, runs, releases, profiles, options, rules, tick)
+        _verify(kept, runs, releases, profiles, options, rules, tick, fixes)
     outcomes = {
         (f"{o.namespace}/{o.name}", name): o
         for name, run in runs.items()
@@ -303,6 +336,7 @@ def _verify(
     options: CheckOptions,
     rules: Sequence[RuleSpec],
     tick: Progress,
+    fixes: _FixRuns | None = None,
 ) -> None:
     """Re-simulate each mechanical fix under every profile where its finding occurs."""
     memo: dict[tuple[str, str, bool], ProfileRun] = {}
@@ -311,7 +345,7 @@ def _verify(
     total = sum(
         len(f.profiles) for f in findings for fx in f.fixes if fx.key and fixlib.transform_for(fx.key)
     )
-    _prefetch_fixes(findings, runs, releases, by_name, options, rules, memo, tick)
+    _prefetch_fixes(findings, runs, releases, by_name, options, rules, memo, tick, fixes)
     done = 0
     for finding in findings:
         for fx in finding.fixes:
@@ -370,9 +404,11 @@ def _prefetch_fixes(
     rules: Sequence[RuleSpec],
     memo: dict[tuple[str, str, bool], ProfileRun],
     tick: Progress,
+    fixes: _FixRuns | None = None,
 ) -> None:
-    """The nominal fixed runs every fix check starts from, on worker processes when there are
-    several and the charts are large (:func:`helmsim.diagnose.profilepass.workers_for`)."""
+    """The nominal fixed runs every fix check starts from: on ``fixes``' pool when the passes
+    had one (with those it already runs), else on worker processes when there are several and
+    the charts are large (:func:`helmsim.diagnose.profilepass.workers_for`)."""
     needed: dict[tuple[str, str], None] = {}
     for finding in findings:
         for fx in finding.fixes:
@@ -380,11 +416,18 @@ def _prefetch_fixes(
                 for name in finding.profiles:
                     needed.setdefault((fx.key, name), None)
     items = list(needed)
+    phase = "re-simulating fixes"
+    if fixes is not None:
+        futures = {fixes.send(key, name, runs.get(name)): (key, name) for key, name in items}
+        for done, fut in enumerate(as_completed(futures), 1):
+            key, name = futures[fut]
+            memo[(key, name, False)] = taskpool.value_of(fut)
+            tick(phase, done, len(items))
+        return
     objects = sum(len(c.resources) for _k, name in items for c in runs[name].charts.values())
     n = workers_for(objects, len(items), options.workers)
     if n <= 1:
         return  # each is simulated when its first check needs it
-    phase = "re-simulating fixes"
     task = _FixTask(tuple(releases), tuple(r.id for r in rules), options.horizon)
     fixed = taskpool.run_tasks(
         task,
@@ -406,6 +449,39 @@ def _first_attempt_only(hr: HelmRelease) -> HelmRelease:
         for a in ("install", "upgrade")
     }
     return hr.model_copy(update={"spec": spec.model_copy(update=updates)})
+
+
+class _FixRuns:
+    """Fixed runs (:class:`_FixTask`) on a check's pool, each sent once, as soon as it is known
+    to be needed: a profile's pass names fixes for the findings it found there, and each of
+    those is checked under that profile. A run sent for a finding that is later suppressed is
+    not used; the findings are the same."""
+
+    def __init__(
+        self,
+        pool: taskpool.LocalPool,
+        releases: Sequence[ReleaseInput],
+        rules: Sequence[RuleSpec],
+        options: CheckOptions,
+        by_name: Mapping[str, ClusterProfile],
+    ) -> None:
+        self.pool = pool
+        self.task = _FixTask(tuple(releases), tuple(r.id for r in rules), options.horizon)
+        self.by_name = by_name
+        self.sent: dict[tuple[str, str], Future[list[taskpool.Done[ProfileRun]]]] = {}
+
+    def send(self, key: str, name: str, base: ProfileRun | None) -> Future[list[taskpool.Done[ProfileRun]]]:
+        """The fixed run of fix ``key`` under profile ``name`` (sent now unless already sent)."""
+        if (key, name) not in self.sent:
+            self.sent[(key, name)] = self.pool.submit(self.task, (key, self.by_name[name], _reusable(key, base)))
+        return self.sent[(key, name)]
+
+    def from_pass(self, profile: ClusterProfile, run: ProfileRun, found: list[Candidate]) -> None:
+        """Send the fixed runs the candidates of ``profile``'s pass name."""
+        for c in found:
+            for fx in c.fixes:
+                if fx.key and fixlib.transform_for(fx.key) is not None:
+                    self.send(fx.key, profile.name, run)
 
 
 def _reusable(fix_key: str, base: ProfileRun | None) -> Charts | None:

@@ -11,6 +11,7 @@ rules' answers, not the live simulation (``result.sim`` is ``None``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 
 from helmsim import taskpool
@@ -30,6 +31,7 @@ PARALLEL_MIN_OBJECTS = 400
 processes: below it, starting the workers (≈ 0.5 s) costs more than they save."""
 
 Tick = Callable[[int, int], None]
+OnPass = Callable[[ClusterProfile, ProfileRun, list[Candidate]], None]
 
 
 def has_policies(run: ProfileRun) -> bool:
@@ -107,6 +109,14 @@ class PassTask:
         return run, found
 
 
+def pass_workers(
+    charts: Sequence[Charts], given: Sequence[ProfileRun | None], workers: int | None
+) -> int:
+    """:func:`workers_for` the passes :func:`run_passes` makes (the profiles without a run)."""
+    todo = [c for c, g in zip(charts, given, strict=True) if g is None]
+    return workers_for(sum(len(r.resources) for c in todo for r in c[0].values()), len(todo), workers)
+
+
 def workers_for(objects: int, passes: int, workers: int | None) -> int:
     """How many local processes run ``passes`` passes of ``objects`` rendered objects in all:
     ``workers`` when given, else every usable core once the work is large enough."""
@@ -128,9 +138,12 @@ def run_passes(
     given: Sequence[ProfileRun | None],
     workers: int | None = None,
     tick: Tick | None = None,
+    pool: taskpool.LocalPool | None = None,
+    on_pass: OnPass | None = None,
 ) -> list[tuple[ProfileRun, list[Candidate]]]:
     """:func:`profile_pass` for every profile, in matrix order; the ones without a ``given`` run
-    on :func:`workers_for` processes."""
+    on ``pool``, else on :func:`workers_for` processes. ``on_pass`` is told each pass made on
+    ``pool`` as it finishes (a check sends the fixed runs it names to the pool then)."""
     done = 0
     total = len(profiles)
     out: dict[int, tuple[ProfileRun, list[Candidate]]] = {}
@@ -143,7 +156,18 @@ def run_passes(
     todo = [i for i in range(total) if i not in out]
     objects = sum(len(c.resources) for i in todo for c in charts[i][0].values())
     n = workers_for(objects, len(todo), workers)
-    if n == 1:
+    if pool is not None and todo:
+        task = PassTask(tuple(releases), tuple(r.id for r in rules), horizon, tight)
+        futures = {pool.submit(task, (profiles[i], charts[i])): i for i in todo}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            out[i] = taskpool.value_of(fut)
+            done += 1
+            if on_pass is not None:
+                on_pass(profiles[i], *out[i])
+            if tick is not None:
+                tick(done, total)
+    elif n == 1:
         for i in todo:
             out[i] = profile_pass(profiles[i], releases, charts[i], rules, horizon=horizon, tight=tight)
             done += 1
