@@ -381,3 +381,63 @@ def test_preemption_dry_run_sees_the_lower_priority_pods_on_the_node() -> None:
         else:
             assert not assumed
             assert message.endswith("1 No preemption victims found for incoming pod."), message
+
+
+# --- which cluster events requeue an unschedulable pod ------------------------------------------
+# Derived from the EventsToRegister of each Filter plugin (kubernetes pkg/scheduler/framework/plugins:
+# noderesources/fit.go registers Pod Delete and Node Add/Update, not Pod Add; interpodaffinity and
+# podtopologyspread register every assigned-pod event) and scheduling_queue.go isPodWorthRequeuing.
+REQUEUE_TABLE = [
+    # (plugins that rejected the pod, event, requeued)
+    ({"NodeResourcesFit"}, "AssignedPodAdd", False),
+    ({"NodeResourcesFit"}, "AssignedPodUpdateLabel", False),
+    ({"NodeResourcesFit"}, "AssignedPodDelete", True),
+    ({"NodeResourcesFit"}, "NodeAddOrUpdate", True),
+    ({"InterPodAffinity"}, "AssignedPodAdd", True),
+    ({"PodTopologySpread"}, "AssignedPodUpdateLabel", True),
+    ({"NodeAffinity"}, "AssignedPodDelete", False),
+    ({"TaintToleration"}, "AssignedPodAdd", False),
+    ({"NodeUnschedulable"}, "NodeAddOrUpdate", True),
+    ({"NodeResourcesFit", "InterPodAffinity"}, "AssignedPodAdd", True),  # one plugin is enough
+    (set(), "AssignedPodAdd", True),  # no plugin recorded: every event
+]
+
+
+def test_requeue_table() -> None:
+    from helmsim.cluster.controllers.scheduler import worth_requeuing
+
+    for plugins, event, expected in REQUEUE_TABLE:
+        assert worth_requeuing(frozenset(plugins), event) is expected, (plugins, event)
+
+
+def test_a_pod_that_did_not_fit_waits_for_a_pod_to_go_not_for_one_to_be_placed() -> None:
+    sim = _sim(_full_node())
+    for name in ("a", "b", "c"):
+        sim.store.create(_pod(name, labels={"app": name}), actor="replicaset-controller")
+    # another pod placed elsewhere cannot help "c" (Too many pods): a pod gone can
+    sim.after(20, lambda: sim.store.delete("Pod", "ns", "a", actor="helm", grace=0.0))
+    sim.run(until=10)
+    assert _node(sim, "c") is None and [t for t, _ in _failed(sim, "c")] == [0.1]
+    relabel = sim.store.get("Pod", "ns", "b")
+    assert relabel is not None
+    sim.store.update({**relabel, "metadata": {**relabel["metadata"], "labels": {"app": "b2"}}}, actor="helm")
+    sim.run(until=15)
+    assert [e for e in sim.trace.find(what="requeued") if e.obj == "Pod/ns/c"] == []  # not by a relabel
+    sim.run(until=25)
+    requeued = [(round(e.time, 3), e.message) for e in sim.trace.find(what="requeued") if e.obj == "Pod/ns/c"]
+    assert requeued == [(20.0, "assigned pod ns/a gone: retrying in 0s")]
+    assert _node(sim, "c") == "kind-control-plane"
+
+
+def test_a_pod_that_needs_a_peer_is_retried_when_the_peer_is_placed() -> None:
+    sim = _sim()
+    need = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": HOSTNAME}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [need]}}
+    sim.store.create(_pod("app", labels={"app": "app"}, affinity=affinity), actor="helm")
+    sim.after(5, lambda: sim.store.create(_pod("db", labels={"app": "db"}), actor="helm"))
+    sim.run(until=10)
+    assert [t for t, _ in _failed(sim, "app")] == [0.1]
+    assert [e.message for e in sim.trace.find(what="requeued") if e.obj == "Pod/ns/app"] == [
+        "assigned pod ns/db added: retrying in 0s"
+    ]
+    assert _node(sim, "app") == "kind-control-plane"

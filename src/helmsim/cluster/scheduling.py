@@ -135,6 +135,8 @@ class Status:
 
     code: str
     reasons: tuple[str, ...]
+    plugin: str = field(default="", compare=False)
+    """The Filter plugin that rejected the node (one of :data:`PLUGINS`)."""
 
 
 @dataclass
@@ -261,7 +263,7 @@ def untolerated_taint(pod: PodInfo, node: NodeInfo) -> Taint | None:
 def _node_unschedulable(pod: PodInfo, node: NodeInfo) -> Status | None:
     cordon = Taint(TAINT_NODE_UNSCHEDULABLE, "", "NoSchedule")
     if node.unschedulable and not tolerates(_maps(pod.spec.get("tolerations")), cordon):
-        return Status(UNRESOLVABLE, (REASON_NODE_UNSCHEDULABLE,))
+        return Status(UNRESOLVABLE, (REASON_NODE_UNSCHEDULABLE,), "NodeUnschedulable")
     return None
 
 
@@ -269,13 +271,13 @@ def _taint_toleration(pod: PodInfo, node: NodeInfo) -> Status | None:
     bad = untolerated_taint(pod, node)
     if bad is None:
         return None
-    return Status(UNRESOLVABLE, (f"node(s) had untolerated taint {{{bad.key}: {bad.value}}}",))
+    return Status(UNRESOLVABLE, (f"node(s) had untolerated taint {{{bad.key}: {bad.value}}}",), "TaintToleration")
 
 
 def _node_affinity(pod: PodInfo, node: NodeInfo) -> Status | None:
     if node_affinity_matches({"spec": pod.spec}, node.labels, node.name):
         return None
-    return Status(UNRESOLVABLE, (REASON_AFFINITY,))
+    return Status(UNRESOLVABLE, (REASON_AFFINITY,), "NodeAffinity")
 
 
 def _resource_order(name: str) -> tuple[int, str]:
@@ -307,7 +309,7 @@ def node_resources_fit(
             unresolvable = unresolvable or want > capacity
     if not reasons:
         return None
-    return Status(UNRESOLVABLE if unresolvable else UNSCHEDULABLE, tuple(reasons))
+    return Status(UNRESOLVABLE if unresolvable else UNSCHEDULABLE, tuple(reasons), "NodeResourcesFit")
 
 
 # --- label selectors of pod (anti-)affinity and spread constraints ---------------------------
@@ -424,19 +426,19 @@ def _inter_pod_affinity(st: _AffinityState, node: NodeInfo) -> Status | None:
         exist = True
         for t in st.affinity:
             if t.topology_key not in node.labels:
-                return Status(UNRESOLVABLE, (REASON_POD_AFFINITY,))
+                return Status(UNRESOLVABLE, (REASON_POD_AFFINITY,), "InterPodAffinity")
             if st.affinity_counts.get((t.topology_key, node.labels[t.topology_key]), 0) <= 0:
                 exist = False
         # the first pod of a group with affinity to itself may go anywhere the keys exist
         if not exist and not (not st.affinity_counts and st.matches_own_affinity):
-            return Status(UNRESOLVABLE, (REASON_POD_AFFINITY,))
+            return Status(UNRESOLVABLE, (REASON_POD_AFFINITY,), "InterPodAffinity")
     for t in st.anti:
         value = node.labels.get(t.topology_key)
         if value is not None and st.anti_counts.get((t.topology_key, value), 0) > 0:
-            return Status(UNSCHEDULABLE, (REASON_POD_ANTI_AFFINITY,))
+            return Status(UNSCHEDULABLE, (REASON_POD_ANTI_AFFINITY,), "InterPodAffinity")
     for key, value in node.labels.items():
         if st.existing_anti_counts.get((key, value), 0) > 0:
-            return Status(UNSCHEDULABLE, (REASON_EXISTING_ANTI_AFFINITY,))
+            return Status(UNSCHEDULABLE, (REASON_EXISTING_ANTI_AFFINITY,), "InterPodAffinity")
     return None
 
 
@@ -512,11 +514,11 @@ def _spread_state(pod: PodInfo, snap: Snapshot) -> _SpreadState:
 
 def _topology_spread(st: _SpreadState, node: NodeInfo) -> Status | None:
     if any(c.key not in node.labels for c in st.constraints):
-        return Status(UNRESOLVABLE, (REASON_SPREAD_LABEL,))
+        return Status(UNRESOLVABLE, (REASON_SPREAD_LABEL,), "PodTopologySpread")
     for c, own in zip(st.constraints, st.self_match, strict=True):
         match = st.counts.get((c.key, node.labels[c.key]), 0)
         if match + own - st.minimum.get(c.key, 0) > c.max_skew:
-            return Status(UNSCHEDULABLE, (REASON_SPREAD,))
+            return Status(UNSCHEDULABLE, (REASON_SPREAD,), "PodTopologySpread")
     return None
 
 

@@ -6,8 +6,10 @@ PodTopologySpread, InterPodAffinity) plus VolumeBinding here (missing claims, un
 claims, WaitForFirstConsumer claims that get the selected-node annotation and are waited for in
 PreBind). Among the feasible nodes the one with the fewest pods wins, then the name
 (deterministic; kube-scheduler scores resources and spreads). An unschedulable pod is retried when
-the cluster changes in a way that may help it (an assigned pod added, relabelled or gone, a node
-added or changed), after its back-off, and at the latest after 5 minutes.
+the cluster changes in a way that may help it, as the plugins that rejected it register
+(:data:`PLUGIN_EVENTS`: a pod that did not fit is helped by an assigned pod gone or a node added or
+changed, not by another pod being placed; one that affinity or spreading rejected also by a pod
+added or relabelled), after its back-off, and at the latest after 5 minutes.
 """
 
 from __future__ import annotations
@@ -62,6 +64,30 @@ POD_INITIAL_BACKOFF = 1.0
 POD_MAX_BACKOFF = 10.0
 
 PodKey = tuple[str, str]
+
+# The cluster events each Filter plugin registers (EventsToRegister in kubernetes
+# pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity,noderesources/fit,
+# podtopologyspread,interpodaffinity}): an unschedulable pod is moved back to the queue by an
+# event only if a plugin that rejected it registers that event (scheduling_queue.go
+# isPodWorthRequeuing; with no rejecting plugin recorded, every event moves it). Node events
+# here stand for Node Add and every Node update, which all six register.
+ASSIGNED_POD_ADD = "AssignedPodAdd"
+ASSIGNED_POD_UPDATE = "AssignedPodUpdateLabel"
+ASSIGNED_POD_DELETE = "AssignedPodDelete"
+NODE_CHANGE = "NodeAddOrUpdate"
+PLUGIN_EVENTS: dict[str, frozenset[str]] = {
+    "NodeUnschedulable": frozenset({NODE_CHANGE}),
+    "TaintToleration": frozenset({NODE_CHANGE}),
+    "NodeAffinity": frozenset({NODE_CHANGE}),
+    "NodeResourcesFit": frozenset({ASSIGNED_POD_DELETE, NODE_CHANGE}),
+    "PodTopologySpread": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_CHANGE}),
+    "InterPodAffinity": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_CHANGE}),
+}
+
+
+def worth_requeuing(rejected_by: frozenset[str], event: str) -> bool:
+    """Whether ``event`` may make a pod the plugins ``rejected_by`` rejected schedulable."""
+    return not rejected_by or any(event in PLUGIN_EVENTS.get(p, (event,)) for p in rejected_by)
 
 
 def backoff_after(attempts: int) -> float:
@@ -118,6 +144,8 @@ class Scheduler(Controller):
         lower than the incoming pod's)."""
         self._noted_no_allocatable = False
         self._nodes: tuple[int, list[NodeInfo]] | None = None
+        self._rejected_by: dict[PodKey, frozenset[str]] = {}
+        """Per unschedulable pod: the Filter plugins that rejected it on its last attempt."""
 
     def nodes(self) -> list[NodeInfo]:
         """The nodes the scheduler's snapshot holds: the live Node objects (a deleted Node is
@@ -225,7 +253,7 @@ class Scheduler(Controller):
             if before is not None:
                 del self._assigned[key]
                 self._account(key, None)
-                self._cluster_changed(f"assigned pod {key[0]}/{key[1]} gone")
+                self._cluster_changed(f"assigned pod {key[0]}/{key[1]} gone", ASSIGNED_POD_DELETE)
             return
         labels = tuple(sorted(((obj.get("metadata") or {}).get("labels") or {}).items()))
         now = (str(node), labels)
@@ -233,7 +261,8 @@ class Scheduler(Controller):
             self._assigned[key] = now
             self._account(key, pod_info(obj))
             self._cluster_changed(
-                f"assigned pod {key[0]}/{key[1]} {'added' if before is None else 'relabelled'}"
+                f"assigned pod {key[0]}/{key[1]} {'added' if before is None else 'relabelled'}",
+                ASSIGNED_POD_ADD if before is None else ASSIGNED_POD_UPDATE,
             )
 
     def _account(self, key: PodKey, info: PodInfo | None) -> None:
@@ -262,12 +291,15 @@ class Scheduler(Controller):
     def _on_node(self, event: str, obj: dict[str, Any]) -> None:
         """A node added, changed (labels, taints, cordon) or deleted moves pending pods again."""
         if event in ("ADDED", "MODIFIED"):
-            self._cluster_changed(f"Node/{(obj.get('metadata') or {}).get('name')} {event.lower()}")
+            self._cluster_changed(f"Node/{(obj.get('metadata') or {}).get('name')} {event.lower()}", NODE_CHANGE)
 
-    def _cluster_changed(self, why: str) -> None:
-        """Requeue unschedulable pods (not those waiting for a claim), after their back-off."""
+    def _cluster_changed(self, why: str, event: str) -> None:
+        """Requeue the unschedulable pods ``event`` may help (not those waiting for a claim),
+        after their back-off."""
         for key in sorted(k for k, ev in self._parked.items() if ev is not None):
             if any(key in w for w in self._claim_waiters.values()):
+                continue
+            if not worth_requeuing(self._rejected_by.get(key, frozenset()), event):
                 continue
             ev = self._parked.pop(key)
             count, last = self._attempts.get(key, (0, self.sim.now))
@@ -290,6 +322,7 @@ class Scheduler(Controller):
         self._binding.pop(key, None)
         self._backoff.pop(key, None)
         self._attempts.pop(key, None)
+        self._rejected_by.pop(key, None)
         for waiters in self._claim_waiters.values():
             waiters.discard(key)
 
@@ -356,7 +389,9 @@ class Scheduler(Controller):
                     "model preemption, so the pod stays Pending (a real scheduler would preempt them)",
                     cause=cause,
                 )
-            self._unschedulable(pod, result.message(len(snap.nodes)), cause, ())
+            self._unschedulable(
+                pod, result.message(len(snap.nodes)), cause, (), frozenset(st.plugin for st in result.statuses.values())
+            )
             return
         load = self.store.node_load()  # bound pods not Succeeded/Failed, indexed by the store
         chosen = min(result.feasible, key=lambda n: (load.get(n, 0), n))
@@ -431,9 +466,17 @@ class Scheduler(Controller):
         return cls.volume_binding_mode if cls is not None else "Immediate"
 
     def _unschedulable(
-        self, pod: dict[str, Any], message: str, cause: int | None, claims: Sequence[str]
+        self,
+        pod: dict[str, Any],
+        message: str,
+        cause: int | None,
+        claims: Sequence[str],
+        rejected_by: frozenset[str] = frozenset(),
     ) -> None:
+        """Record a failed attempt; ``rejected_by``: the Filter plugins that rejected the pod
+        (none known: every cluster event requeues it)."""
         key = (str(pod["metadata"].get("namespace") or ""), str(pod["metadata"]["name"]))
+        self._rejected_by[key] = rejected_by
         status = clone(pod.get("status") or {})
         status.setdefault("phase", "Pending")
         conds = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
