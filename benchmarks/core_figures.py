@@ -7,7 +7,8 @@ readinessProbe, NetworkPolicy), rendered by Helm's engine from a generated chart
   process, on ``benchmarks/profiles/kind-bench.yaml`` (kind with ten more nodes: the release's 500
   pods do not fit kind's single node of 110, where it correctly ends Stalled), and on plain
   ``kind`` too, where the scheduler retries the 390 pods that do not fit until the release stalls;
-- simulate wall ÷ render wall on the seed-1 chart (cilium-always install, in-process);
+- simulate wall ÷ render wall on the seed-1 chart (cilium-always install): each command a fresh
+  process, as a user runs them (the goal's figure), and inside one warm process;
 - engine cost per object (simulation only, charts rendered beforehand, kind-bench) from 100 to
   2,000 objects, and its spread;
 - ``helmsim check`` of the 1,000-object release over the default profile matrix (a fresh process;
@@ -190,17 +191,27 @@ def simulate_end_to_end(chart: Path, repeat: int) -> None:
 
 
 def seed1_ratio(repeat: int) -> None:
+    """``helmsim simulate`` ÷ ``helmsim render`` of the seed-1 chart, each a fresh process (the
+    goal's figure: what a user waits for), the two timed in alternation, each its fastest run;
+    then the same inside one warm process (engine and render alone), for the record."""
+    args = [str(SEED1), "--release-name", "agent-platform-connectivity", "--namespace", "kagent"]
+    sims, renders = [], []
+    for _ in range(max(repeat, 5)):
+        sims.append(_process([*HELMSIM, "simulate", *args, "--profile", "cilium-always"])[0])
+        renders.append(_process([*HELMSIM, "render", *args])[0])
+    sim, render = min(sims), min(renders)
+    _line(
+        f"seed 1 simulate ÷ render, end to end ({sim * 1000:.0f} ms ÷ {render * 1000:.0f} ms)",
+        f"{sim / render:.2f}",
+        "≤ 1.3",
+        sim / render <= 1.3,
+    )
     profile = load_profile("cilium-always")
     releases = _seed1_releases()
     simulate(profile, releases)  # warm up: imports, Helm's engine, caches
     sim, _ = _best(lambda: simulate(profile, releases), repeat)
     render, _ = _best(lambda: prepare_charts(profile, releases), repeat)
-    _line(
-        f"seed 1 simulate ÷ render ({sim * 1000:.0f} ms ÷ {render * 1000:.0f} ms)",
-        f"{sim / render:.2f}",
-        "≤ 1.3",
-        sim / render <= 1.3,
-    )
+    _line(f"  the same in one warm process ({sim * 1000:.0f} ms ÷ {render * 1000:.0f} ms)", f"{sim / render:.2f}", "")
 
 
 def engine_per_object(tmp: Path, sizes: Sequence[int], repeat: int) -> None:
