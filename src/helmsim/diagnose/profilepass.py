@@ -64,31 +64,18 @@ def profile_pass(
     bites sometimes: "Ready by luck of timing"). The collector stays paused for the whole
     pass: its passes over the live simulations cost a fifth of a 1,000-object pass."""
     with gc_paused():
-        return _profile_pass(profile, releases, charts, rules, horizon=horizon, tight=tight, given=given)
-
-
-def _profile_pass(
-    profile: ClusterProfile,
-    releases: Sequence[ReleaseInput],
-    charts: Charts,
-    rules: Sequence[RuleSpec],
-    *,
-    horizon: float,
-    tight: bool,
-    given: ProfileRun | None,
-) -> tuple[ProfileRun, list[Candidate]]:
-    nominal = given or run_nominal(profile, releases, horizon=horizon, charts=charts)
-    found = run_rules(rules, nominal)
-    if (
-        tight
-        and not any(c.rule in RACE_RULES for c in found)
-        and (has_race_window(nominal) or has_policies(nominal))
-    ):
-        tight_run = run_tight(profile, releases, horizon=horizon, charts=charts)
-        for c in run_rules([r for r in rules if r.id in RACE_RULES], tight_run):
-            c.severity = min(c.severity, Severity.warning)
-            found.append(c)
-    return nominal, found
+        nominal = given or run_nominal(profile, releases, horizon=horizon, charts=charts)
+        found = run_rules(rules, nominal)
+        if (
+            tight
+            and not any(c.rule in RACE_RULES for c in found)
+            and (has_race_window(nominal) or has_policies(nominal))
+        ):
+            tight_run = run_tight(profile, releases, horizon=horizon, charts=charts)
+            for c in run_rules([r for r in rules if r.id in RACE_RULES], tight_run):
+                c.severity = min(c.severity, Severity.warning)
+                found.append(c)
+        return nominal, found
 
 
 @dataclass(frozen=True)
