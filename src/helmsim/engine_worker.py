@@ -169,7 +169,11 @@ def prestart() -> None:
         if _worker is None or not _worker.alive():
             if _worker is not None:
                 _worker.stop()
-            _worker = _Worker()
+                _worker = None
+            try:
+                _worker = _Worker()
+            except OSError:  # best effort: the first call starts one and reports what fails
+                _worker = None
 
 
 def current_pid() -> int | None:

@@ -56,3 +56,12 @@ def test_a_rendering_command_starts_the_engine_before_it_reads_its_input() -> No
     result = CliRunner().invoke(app, ["render", "/nonexistent/chart"])
     assert result.exit_code == 2
     assert engine_worker.current_pid() is not None
+
+
+def test_a_worker_that_cannot_start_ahead_is_left_to_the_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(engine_worker, "_Worker", refuse)
+    engine_worker.prestart()  # no exception: the command goes on
+    assert engine_worker.current_pid() is None
