@@ -247,9 +247,11 @@ def engine_per_object(tmp: Path, sizes: Sequence[int], repeat: int) -> None:
     )
 
 
-def check_matrix(chart: Path) -> None:
-    wall, cpu, code, _ = _process([*HELMSIM, "check", str(chart), "--release-name", "core", "--namespace", "core"])
-    _line(f"check, 1,000 objects, default profile matrix (exit {code})", f"{wall:.2f} s (cpu {cpu:.2f})", "< 6 s", wall < 6)
+def check_matrix(chart: Path, repeat: int) -> None:
+    argv = [*HELMSIM, "check", str(chart), "--release-name", "core", "--namespace", "core"]
+    wall, cpu, code, _ = _best_process(argv, repeat)
+    # the pool's workers are the fork server's children: their CPU is not in this process's
+    _line(f"check, 1,000 objects, default profile matrix (exit {code})", f"{wall:.2f} s (main cpu {cpu:.2f})", "< 6 s", wall < 6)
 
 
 def help_startup(repeat: int) -> None:
@@ -295,7 +297,7 @@ def main() -> None:
         simulate_end_to_end(chart, repeat)
         seed1_ratio(repeat)
         engine_per_object(tmp, sizes, rounds)
-        check_matrix(chart)
+        check_matrix(chart, repeat)
         help_startup(5)
         montecarlo(tmp, args.runs)
 
