@@ -154,6 +154,10 @@ def run_check(
         # one pool for the passes and the fixed runs, each fixed run sent as soon as a pass
         # names it (a sampled check sends them after its sampled runs, which use their own)
         pool = stack.enter_context(taskpool.LocalPool(n)) if n > 1 else None
+        if pool is not None:
+            # the simulations run in the workers; this process unpickles their runs (large
+            # traces), and the collector's passes over them found nothing to free
+            stack.enter_context(gc_paused())
         by_name = {p.name: p for p in profiles}
         early = pool is not None and options.verify_fixes and options.sampling is None
         fixes = _FixRuns(pool, releases, rules, options, by_name) if pool is not None else None
