@@ -228,14 +228,18 @@ def _render(
             raise
         return _unrendered(hr, err)
     chart = f"{rel.chart_name}@{rel.chart_version}" if rel.from_chart else hr.chart_name
-    try:
-        # helm-controller post-renders every release (internal/postrender/build.go)
-        objects = post_render(hr, rel.files, kube_version=profile.kubernetes_version)
-    except PostRenderError as err:
-        if not per_release:
-            raise InputError(f"HelmRelease {hr.ref}: {err}", file=hr.source or None) from None
-        return _failed_render(hr, chart, rel.parse_crds().resources, str(err))
-    parsed = parse_objects(objects, namespace=hr.target_namespace)
+    key = (hr.model_dump_json(), rel.files, profile.kubernetes_version)
+    parsed = _POST_RENDERED.get(key)
+    if parsed is None:
+        try:
+            # helm-controller post-renders every release (internal/postrender/build.go)
+            objects = post_render(hr, rel.files, kube_version=profile.kubernetes_version)
+        except PostRenderError as err:
+            if not per_release:
+                raise InputError(f"HelmRelease {hr.ref}: {err}", file=hr.source or None) from None
+            return _failed_render(hr, chart, rel.parse_crds().resources, str(err))
+        parsed = parse_objects(objects, namespace=hr.target_namespace)
+        _remember(key, parsed)
     return ChartRelease(
         name=hr.release_name,
         namespace=hr.target_namespace,
@@ -244,6 +248,20 @@ def _render(
         crds=tuple(rel.parse_crds().resources),
         notes=tuple(f"HelmRelease {hr.ref}: {n}" for n in rel.notes),
     )
+
+
+_POST_RENDERED: dict[tuple[Any, ...], Any] = {}
+"""Parsed post-rendered objects by (HelmRelease, Helm's rendered files, Kubernetes version):
+the inputs of the post-render and the parse. Profiles whose capabilities differ but render the
+same files (a check matrix, a fleet) post-render them once. The newest few are kept; the objects
+are read, never changed, by everything after the render."""
+_POST_RENDERED_KEPT = 4
+
+
+def _remember(key: tuple[Any, ...], parsed: Any) -> None:
+    if len(_POST_RENDERED) >= _POST_RENDERED_KEPT:
+        del _POST_RENDERED[next(iter(_POST_RENDERED))]
+    _POST_RENDERED[key] = parsed
 
 
 def _unrendered(hr: HelmRelease, err: render.RenderError) -> ChartRelease:

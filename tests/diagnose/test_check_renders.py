@@ -65,3 +65,34 @@ def test_the_report_is_the_one_rendering_again_gives(monkeypatch: pytest.MonkeyP
         again, more = _check(m)
     assert more > renders  # the fixed runs rendered their charts again
     assert text_report.to_json(reused, fail_on="error") == text_report.to_json(again, fail_on="error")
+
+
+def test_the_same_rendered_files_are_post_rendered_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import helmsim.simulate as simulating
+
+    calls = 0
+    real = simulating.post_render
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(simulating, "post_render", counted)
+    monkeypatch.setattr(simulating, "_POST_RENDERED", {})
+    releases = build_inputs(
+        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name="hs110", namespace="default",
+        upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
+    )
+    # kind and cilium-default serve other API versions (two renders by Helm's engine) but this
+    # chart reads none of them: the same files, post-rendered once, the same objects
+    kind = simulating.prepare_charts(load_profile("kind"), releases)
+    cilium = simulating.prepare_charts(load_profile("cilium-default"), releases)
+    assert calls == 1
+    assert [r.body for r in kind[0]["default/hs110"].resources] == [r.body for r in cilium[0]["default/hs110"].resources]
+    other = build_inputs(
+        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name="other", namespace="default",
+        upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
+    )
+    simulating.prepare_charts(load_profile("kind"), other)  # another release: its own post-render
+    assert calls == 2
