@@ -82,3 +82,19 @@ def test_latency_nominal_or_sampled_reproducibly() -> None:
     assert a[0] == a[1] and a[0] != 0.5
     with pytest.raises(KeyError):
         _sim().latency("nope")
+
+
+def test_a_trace_sent_between_processes_keeps_its_events_and_their_index() -> None:
+    import pickle
+
+    from helmsim.cluster.trace import Trace
+
+    trace = Trace()
+    trace.add(1.0, "helm", "created", "Pod/ns/a", "Pod/ns/a created")
+    trace.add(2.5, "kubelet", "event", "Pod/ns/a", "Pulling", cause=0, reason="Pulling", type="Normal")
+    trace.add(3.0, "kubelet", "event", "Pod/ns/b", "Started", reason="Started")
+    back = pickle.loads(pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL))
+    assert list(back) == list(trace)
+    assert back.find(obj="Pod/ns/a", reason="Pulling") == [back[1]]  # the per-object index survives
+    assert back.find(obj="Pod/ns/a")[1] is back[1]  # one event, not two copies
+    assert back.chain(1) == [back[0], back[1]]
