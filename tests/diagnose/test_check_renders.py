@@ -4,7 +4,9 @@ already rendered: the report is the one rendering again gives (helmsim.diagnose.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,36 +17,40 @@ from helmsim.diagnose.check import CheckOptions, CheckReport, run_check
 from helmsim.diagnose.fixes import FixTransform
 from helmsim.release_inputs import build_inputs
 from helmsim.report import findings as text_report
-from helmsim.simulate import render_key
+from helmsim.simulate import ReleaseInput, render_key
 
 HS110 = Path(__file__).resolve().parents[1] / "fixtures" / "rules" / "HS110" / "failing"
 MATRIX = ("kind", "cilium-default", "cilium-always")
 
 
-def _check(monkeypatch: pytest.MonkeyPatch) -> tuple[CheckReport, int]:
-    renders = 0
-    real = runner.render_all
-
-    def counted(*args: object, **kwargs: object) -> object:
-        nonlocal renders
-        renders += 1
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(runner, "render_all", counted)
-    monkeypatch.setattr(checking, "render_all", counted)
-    releases = build_inputs(
-        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name="hs110", namespace="default",
+def _releases(name: str = "hs110") -> list[ReleaseInput]:
+    return build_inputs(
+        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name=name, namespace="default",
         upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
     )
-    report = run_check(releases, [load_profile(p) for p in MATRIX], options=CheckOptions(workers=1))
-    return report, renders
+
+
+class _Counted:
+    """A function that counts its calls."""
+
+    def __init__(self, real: Callable[..., Any]) -> None:
+        self.real, self.calls = real, 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.real(*args, **kwargs)
+
+
+def _check(monkeypatch: pytest.MonkeyPatch) -> tuple[CheckReport, int]:
+    counted = _Counted(runner.render_all)
+    monkeypatch.setattr(runner, "render_all", counted)
+    monkeypatch.setattr(checking, "render_all", counted)
+    report = run_check(_releases(), [load_profile(p) for p in MATRIX], options=CheckOptions(workers=1))
+    return report, counted.calls
 
 
 def test_profiles_with_the_same_capabilities_share_one_render() -> None:
-    releases = build_inputs(
-        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name="hs110", namespace="default",
-        upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
-    )
+    releases = _releases()
     keys = {name: render_key(load_profile(name), releases) for name in MATRIX}
     assert keys["cilium-default"] == keys["cilium-always"]  # the same Kubernetes, the same API set
     assert keys["kind"] != keys["cilium-default"]  # kind serves no Cilium API
@@ -70,29 +76,16 @@ def test_the_report_is_the_one_rendering_again_gives(monkeypatch: pytest.MonkeyP
 def test_the_same_rendered_files_are_post_rendered_once(monkeypatch: pytest.MonkeyPatch) -> None:
     import helmsim.simulate as simulating
 
-    calls = 0
-    real = simulating.post_render
-
-    def counted(*args: object, **kwargs: object) -> object:
-        nonlocal calls
-        calls += 1
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
+    counted = _Counted(simulating.post_render)
     monkeypatch.setattr(simulating, "post_render", counted)
     monkeypatch.setattr(simulating, "_POST_RENDERED", {})
-    releases = build_inputs(
-        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name="hs110", namespace="default",
-        upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
-    )
+    releases = _releases()
     # kind and cilium-default serve other API versions (two renders by Helm's engine) but this
     # chart reads none of them: the same files, post-rendered once, the same objects
     kind = simulating.prepare_charts(load_profile("kind"), releases)
     cilium = simulating.prepare_charts(load_profile("cilium-default"), releases)
-    assert calls == 1
+    assert counted.calls == 1
     assert [r.body for r in kind[0]["default/hs110"].resources] == [r.body for r in cilium[0]["default/hs110"].resources]
-    other = build_inputs(
-        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name="other", namespace="default",
-        upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
-    )
+    other = _releases("other")
     simulating.prepare_charts(load_profile("kind"), other)  # another release: its own post-render
-    assert calls == 2
+    assert counted.calls == 2
