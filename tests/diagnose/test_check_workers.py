@@ -66,3 +66,11 @@ def test_a_run_from_a_worker_carries_its_trace_not_the_live_simulation() -> None
 )
 def test_how_many_workers(objects: int, passes: int, given: int | None, expected: int) -> None:
     assert workers_for(objects, passes, given) == expected
+
+
+def test_the_collector_is_on_again_after_a_check_on_workers() -> None:
+    import gc
+
+    assert gc.isenabled()
+    _report(2)
+    assert gc.isenabled()  # paused only while the workers' runs came back

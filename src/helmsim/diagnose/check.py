@@ -154,10 +154,6 @@ def run_check(
         # one pool for the passes and the fixed runs, each fixed run sent as soon as a pass
         # names it (a sampled check sends them after its sampled runs, which use their own)
         pool = stack.enter_context(taskpool.LocalPool(n)) if n > 1 else None
-        if pool is not None:
-            # the simulations run in the workers; this process unpickles their runs (large
-            # traces), and the collector's passes over them found nothing to free
-            stack.enter_context(gc_paused())
         by_name = {p.name: p for p in profiles}
         early = pool is not None and options.verify_fixes and options.sampling is None
         fixes = _FixRuns(pool, releases, rules, options, by_name) if pool is not None else None
@@ -423,10 +419,11 @@ def _prefetch_fixes(
     phase = "re-simulating fixes"
     if fixes is not None:
         futures = {fixes.send(key, name, runs.get(name)): (key, name) for key, name in items}
-        for done, fut in enumerate(as_completed(futures), 1):
-            key, name = futures[fut]
-            memo[(key, name, False)] = taskpool.value_of(fut)
-            tick(phase, done, len(items))
+        with gc_paused():  # while the runs come back (helmsim.diagnose.profilepass.run_passes)
+            for done, fut in enumerate(as_completed(futures), 1):
+                key, name = futures[fut]
+                memo[(key, name, False)] = taskpool.value_of(fut)
+                tick(phase, done, len(items))
         return
     objects = sum(len(c.resources) for _k, name in items for c in runs[name].charts.values())
     n = workers_for(objects, len(items), options.workers)

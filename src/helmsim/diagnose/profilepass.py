@@ -146,14 +146,17 @@ def run_passes(
     if pool is not None and todo:
         task = PassTask(tuple(releases), tuple(r.id for r in rules), horizon, tight)
         futures = {pool.submit(task, (profiles[i], charts[i])): i for i in todo}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            out[i] = taskpool.value_of(fut)
-            done += 1
-            if on_pass is not None:
-                on_pass(profiles[i], *out[i])
-            if tick is not None:
-                tick(done, total)
+        # the collector is paused while the runs come back: this process only unpickles them
+        # (large traces), and its passes over them found nothing to free
+        with gc_paused():
+            for fut in as_completed(futures):
+                i = futures[fut]
+                out[i] = taskpool.value_of(fut)
+                done += 1
+                if on_pass is not None:
+                    on_pass(profiles[i], *out[i])
+                if tick is not None:
+                    tick(done, total)
     elif n == 1:
         for i in todo:
             out[i] = profile_pass(profiles[i], releases, charts[i], rules, horizon=horizon, tight=tight)
