@@ -258,6 +258,11 @@ are read, never changed, by everything after the render."""
 _POST_RENDERED_KEPT = 4
 
 
+def clear_post_rendered() -> None:
+    """Forget the post-rendered objects kept (a benchmark timing one command's render)."""
+    _POST_RENDERED.clear()
+
+
 def _remember(key: tuple[Any, ...], parsed: Any) -> None:
     if len(_POST_RENDERED) >= _POST_RENDERED_KEPT:
         del _POST_RENDERED[next(iter(_POST_RENDERED))]
