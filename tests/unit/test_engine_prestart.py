@@ -37,12 +37,17 @@ def test_a_worker_never_asked_is_killed_at_exit() -> None:
     assert worker.proc.returncode == -signal.SIGKILL  # not left to finish loading Helm first
 
 
-def test_a_worker_that_answered_ends_on_end_of_input() -> None:
+def test_a_worker_that_answered_is_let_end_on_end_of_input(monkeypatch: pytest.MonkeyPatch) -> None:
     engine_worker.call("set", subject="--set", expression="a=1", flag="--set")
     worker = engine_worker._worker
     assert worker is not None
+    how: list[str] = []
+    real_close, real_stop = worker.close, worker.stop
+    monkeypatch.setattr(worker, "close", lambda: (how.append("close"), real_close())[1])
+    monkeypatch.setattr(worker, "stop", lambda: (how.append("stop"), real_stop())[1])
     engine_worker._shutdown()
-    assert worker.proc.returncode == 0
+    assert how[0] == "close"  # end of input first (it is killed only if it does not end in 1 s)
+    assert worker.proc.returncode is not None
 
 
 @pytest.mark.parametrize("command", ["render", "simulate", "check"])
