@@ -167,18 +167,7 @@ def _line(what: str, figure: str, goal: str, ok: bool | None = None) -> None:
 
 
 def _seed1_releases() -> list[ReleaseInput]:
-    return build_inputs(
-        str(SEED1),
-        values=[],
-        sets=[],
-        helmrelease=[str(SEED1 / "flux")],
-        charts=[],
-        release_name=None,
-        namespace="default",
-        upgrade_from=None,
-        upgrade_from_values=[],
-        upgrade_from_set=[],
-    )
+    return build_inputs(str(SEED1), helmrelease=[str(SEED1 / "flux")])
 
 
 def simulate_end_to_end(chart: Path, repeat: int) -> None:

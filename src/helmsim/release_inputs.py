@@ -22,21 +22,21 @@ from helmsim.simulate import ChartSource, ReleaseInput, values_from_refs
 def build_inputs(
     target: str,
     *,
-    values: list[str],
-    sets: Sequence[str | rendering.SetValue],
-    helmrelease: list[str],
-    charts: list[str],
-    release_name: str | None,
-    namespace: str,
-    upgrade_from: str | None,
-    upgrade_from_values: list[str],
-    upgrade_from_set: list[str],
+    values: Sequence[str] = (),
+    sets: Sequence[str | rendering.SetValue] = (),
+    helmrelease: Sequence[str] = (),
+    charts: Sequence[str] = (),
+    release_name: str | None = None,
+    namespace: str = rendering.DEFAULT_NAMESPACE,
+    upgrade_from: str | None = None,
+    upgrade_from_values: Sequence[str] = (),
+    upgrade_from_set: Sequence[str] = (),
     repository_root: str | None = None,
 ) -> list[ReleaseInput]:
     """Pair HelmReleases with charts from the command line (shared by simulate and check), each
     chart resolved as Flux's sources would serve it (:func:`helmsim.flux.sources.resolve`);
     GitRepository chart paths are read under ``repository_root`` (default: the git work tree
-    holding ``target``)."""
+    holding ``target``). Every option defaults to what the command line leaves out."""
     root = _root(repository_root, target)
     chart_map = flux_inputs.parse_chart_map(charts)
     user_values = rendering.load_values(values, sets)

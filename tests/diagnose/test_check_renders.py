@@ -24,10 +24,7 @@ MATRIX = ("kind", "cilium-default", "cilium-always")
 
 
 def _releases(name: str = "hs110") -> list[ReleaseInput]:
-    return build_inputs(
-        str(HS110), values=[], sets=[], helmrelease=[], charts=[], release_name=name, namespace="default",
-        upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
-    )
+    return build_inputs(str(HS110), release_name=name)
 
 
 class _Counted:

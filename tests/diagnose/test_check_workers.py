@@ -23,18 +23,7 @@ MATRIX = ("kind", "cilium-default", "cilium-always", "eks-gp3")
 
 @cache
 def _report(workers: int) -> CheckReport:
-    releases = build_inputs(
-        str(SEED1),
-        values=[],
-        sets=[],
-        helmrelease=[str(SEED1 / "flux")],
-        charts=[],
-        release_name=None,
-        namespace="default",
-        upgrade_from=None,
-        upgrade_from_values=[],
-        upgrade_from_set=[],
-    )
+    releases = build_inputs(str(SEED1), helmrelease=[str(SEED1 / "flux")])
     return run_check(releases, [load_profile(p) for p in MATRIX], options=CheckOptions(workers=workers))
 
 

@@ -38,3 +38,13 @@ def simulate_chart(
     )
     cluster = load_profile(profile) if isinstance(profile, str) else profile
     return simulate(cluster, releases, **kw)
+
+
+def behaviour_notes(result: SimulationResult, container: str) -> list[str]:
+    """What the behaviour model said of ``container`` (trace ``behaviour``, its name stripped)."""
+    prefix = f"{container}: "
+    return [
+        e.message.removeprefix(prefix)
+        for e in result.trace
+        if e.what == "behaviour" and e.message.startswith(prefix)
+    ]

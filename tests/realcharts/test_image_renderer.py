@@ -11,22 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from realcharts_helpers import HERE, simulate_chart
+from realcharts_helpers import HERE, behaviour_notes, simulate_chart
 from typer.testing import CliRunner
 
 from helmsim.cli import app
 from helmsim.simulate import SimulationResult
 
 BARE = ("ci/bare-names-values.yaml",)
-
-
-def _behaviour(result: SimulationResult, container: str) -> list[str]:
-    prefix = f"{container}: "
-    return [
-        e.message.removeprefix(prefix)
-        for e in result.trace
-        if e.what == "behaviour" and e.message.startswith(prefix)
-    ]
 
 
 def _restarts(result: SimulationResult) -> dict[str, int]:
@@ -60,16 +51,16 @@ def test_grafana_and_its_renderer_are_ready(values: tuple[str, ...], sets: tuple
         "Helm install succeeded for release default/image-renderer.v1 with chart image-renderer@0.1.0"
     )
     assert _restarts(result) == {"grafana": 0, "grafana-image-renderer": 0}
-    renderer = _behaviour(result, "grafana-image-renderer")
+    renderer = behaviour_notes(result, "grafana-image-renderer")
     assert "needs nothing (catalog entry)" in renderer
     assert not [n for n in renderer if n.startswith("needs svc/")]
-    assert not [n for n in _behaviour(result, "grafana") if n.startswith("needs svc/")]
+    assert not [n for n in behaviour_notes(result, "grafana") if n.startswith("needs svc/")]
     assert not [e for e in result.trace if "no behaviour known" in e.message]
 
 
 def test_grafana_notes_the_renderer_urls_it_does_not_dial() -> None:
     result = simulate_chart("image-renderer", values=BARE)
-    notes = [n for n in _behaviour(result, "grafana") if n.startswith("environment variable")]
+    notes = [n for n in behaviour_notes(result, "grafana") if n.startswith("environment variable")]
     entry = "grafana (src/helmsim/catalog/grafana.yaml:5)"
     assert notes == [
         f"environment variable GF_RENDERING_CALLBACK_URL names svc/default/image-renderer:80, which catalog entry {entry} does not dial at start: not a need",
@@ -88,7 +79,7 @@ def test_a_renderer_image_the_catalog_does_not_know_keeps_its_policy_need() -> N
     assert (
         "needs svc/default/image-renderer:3000: NetworkPolicy default/image-renderer-image-renderer-egress "
         "allows egress to the pods behind Service default/image-renderer"
-    ) in _behaviour(result, "grafana-image-renderer")
+    ) in behaviour_notes(result, "grafana-image-renderer")
     args = ["simulate", str(HERE / "image-renderer"), "-p", "kind", "--no-color"]
     out: Any = CliRunner().invoke(app, [*args, *(a for s in image for a in ("--set", s))], env={"COLUMNS": "400"})
     assert out.exit_code == 1, out.output

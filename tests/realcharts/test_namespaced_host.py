@@ -11,20 +11,10 @@ environment inference ignored, and the denied release was predicted Ready.
 
 from __future__ import annotations
 
-from realcharts_helpers import simulate_chart
+from realcharts_helpers import behaviour_notes, simulate_chart
 
-from helmsim.simulate import SimulationResult
 
 ALLOW = ("ci/allow-database-values.yaml",)
-
-
-def _behaviour(result: SimulationResult, container: str) -> list[str]:
-    prefix = f"{container}: "
-    return [
-        e.message.removeprefix(prefix)
-        for e in result.trace
-        if e.what == "behaviour" and e.message.startswith(prefix)
-    ]
 
 
 def test_the_database_of_another_namespace_denied_by_the_app_policy_fails() -> None:
@@ -37,7 +27,7 @@ def test_the_database_of_another_namespace_denied_by_the_app_policy_fails() -> N
     )
     assert (
         "needs svc/ops/db:5432: environment variable DATABASE_URL names it (assumed to connect at start)"
-        in _behaviour(result, "app")
+        in behaviour_notes(result, "app")
     )
     denied = [e for e in result.trace if e.what == "connect-denied" and "svc/ops/db:5432" in e.message]
     assert denied, "the app's SYNs to the database are dropped"
@@ -62,4 +52,4 @@ def test_a_namespace_without_that_service_keeps_the_name_external() -> None:
     result = simulate_chart("namespaced-host", sets=("app.databaseNamespace=elsewhere",))
     (release,) = result.releases
     assert release.outcome == "Ready", release.message
-    assert not [n for n in _behaviour(result, "app") if "svc/" in n and "DATABASE_URL" in n]
+    assert not [n for n in behaviour_notes(result, "app") if "svc/" in n and "DATABASE_URL" in n]

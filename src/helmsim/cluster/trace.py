@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,9 +79,13 @@ class Trace:
     def __getitem__(self, index: int) -> TraceEvent:
         return self._events[index]
 
+    def of(self, obj: str) -> Sequence[TraceEvent]:
+        """The events of ``obj``, in trace order (kept by :meth:`add`; do not change it)."""
+        return self._by_obj.get(obj, ())
+
     def find(self, *, what: str | None = None, obj: str | None = None, reason: str | None = None) -> list[TraceEvent]:
         """Events matching every given criterion."""
-        pool = self._events if obj is None else self._by_obj.get(obj, [])
+        pool = self._events if obj is None else self.of(obj)
         return [
             e
             for e in pool

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, as_completed
-from contextlib import ExitStack
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,13 +150,10 @@ def run_check(
             by_key[key] = render_all(profile, releases)
         rendered.append(by_key[key])
     n = pass_workers(rendered, given, options.workers)
-    with ExitStack() as stack:
-        # one pool for the passes and the fixed runs, each fixed run sent as soon as a pass
-        # names it (a sampled check sends them after its sampled runs, which use their own)
-        pool = stack.enter_context(taskpool.LocalPool(n)) if n > 1 else None
-        by_name = {p.name: p for p in profiles}
-        early = pool is not None and options.verify_fixes and options.sampling is None
-        fixes = _FixRuns(pool, releases, rules, options, by_name) if pool is not None else None
+    # one pool for the passes and the fixed runs, each fixed run sent as soon as a pass names it
+    # (a sampled check sends them after its sampled runs, which use their own pool)
+    with taskpool.LocalPool(n) if n > 1 else nullcontext() as pool:
+        fixes = None if pool is None else _FixRuns(pool, releases, rules, options, {p.name: p for p in profiles})
         passes = run_passes(
             profiles,
             releases,
@@ -165,90 +162,68 @@ def run_check(
             horizon=options.horizon,
             tight=options.tight,
             given=given,
-            workers=options.workers,
             tick=lambda done, total: tick(phase, done, total),
             pool=pool,
-            on_pass=fixes.from_pass if fixes is not None and early else None,
+            on_pass=fixes.from_pass if fixes and options.verify_fixes and options.sampling is None else None,
         )
-        return _after_passes(
-            profiles, releases, rendered, passes, rules, options, config, notes, fixes, progress, phase
-        )
-
-
-def _after_passes(
-    profiles: Sequence[ClusterProfile],
-    releases: Sequence[ReleaseInput],
-    rendered: list[Charts],
-    passes: list[tuple[ProfileRun, list[Candidate]]],
-    rules: Sequence[RuleSpec],
-    options: CheckOptions,
-    config: Config,
-    notes: list[str],
-    fixes: _FixRuns | None,
-    progress: Progress | None,
-    phase: str,
-) -> CheckReport:
-    """The rest of :func:`run_check` once every profile's pass is made: sampled runs, the
-    findings merged across profiles, their fixes verified (on ``fixes``' pool when given)."""
-    tick = progress or _silent
-    runs: dict[str, ProfileRun] = {}
-    found_by: dict[str, list[Candidate]] = {}
-    for profile, (nominal, found) in zip(profiles, passes, strict=True):
-        runs[profile.name] = nominal
-        found_by[profile.name] = found
-        for r in nominal.result.notes:
-            if r not in notes:
-                notes.append(r)
-    tick(phase, len(profiles), len(profiles))
-    sampling: Sampling | None = None
-    if options.sampling is not None:
-        race_ids = [r.id for r in rules if r.id in RACE_RULES]
-        sampling = sample(
-            profiles,
-            releases,
-            rendered,
-            options.sampling,
-            horizon=options.horizon,
-            rule_ids=race_ids,
-            progress=progress,
-        )
-        for profile, charts in zip(profiles, rendered, strict=True):
-
-            def replay(
-                seed: int, profile: ClusterProfile = profile, charts: Charts = charts
-            ) -> ProfileRun:
-                return sampled_run(profile, releases, charts, seed, options.horizon)
-
-            found_by[profile.name] = apply_sampling(
-                found_by[profile.name], profile.name, sampling, replay, race_ids
+        runs: dict[str, ProfileRun] = {}
+        found_by: dict[str, list[Candidate]] = {}
+        for profile, (nominal, found) in zip(profiles, passes, strict=True):
+            runs[profile.name] = nominal
+            found_by[profile.name] = found
+            for r in nominal.result.notes:
+                if r not in notes:
+                    notes.append(r)
+        tick(phase, len(profiles), len(profiles))
+        sampling: Sampling | None = None
+        if options.sampling is not None:
+            race_ids = [r.id for r in rules if r.id in RACE_RULES]
+            sampling = sample(
+                profiles,
+                releases,
+                rendered,
+                options.sampling,
+                horizon=options.horizon,
+                rule_ids=race_ids,
+                progress=progress,
             )
-    candidates: list[tuple[str, Candidate]] = []
-    for profile in profiles:
-        found = found_by[profile.name]
-        for c in found:
-            c.chain = _tidy(c.chain)
-        candidates.extend((profile.name, c) for c in _drop_covered(found))
-    findings = _merge(candidates, runs, config)
-    kept = [f for f in findings if f.suppressed is None]
-    suppressed = [f for f in findings if f.suppressed is not None]
-    if options.verify_fixes:
-        _verify(kept, runs, releases, profiles, options, rules, tick, fixes)
-    outcomes = {
-        (f"{o.namespace}/{o.name}", name): o
-        for name, run in runs.items()
-        for o in run.result.releases
-    }
-    return CheckReport(
-        profiles=[p.name for p in profiles],
-        releases=[r.hr.ref for r in releases],
-        outcomes=outcomes,
-        findings=sorted(kept, key=lambda f: f.sort_key),
-        suppressed=sorted(suppressed, key=lambda f: f.sort_key),
-        notes=notes,
-        runs={name: run.result for name, run in runs.items()},
-        sampling=sampling,
-        config=config.source,
-    )
+            for profile, charts in zip(profiles, rendered, strict=True):
+
+                def replay(
+                    seed: int, profile: ClusterProfile = profile, charts: Charts = charts
+                ) -> ProfileRun:
+                    return sampled_run(profile, releases, charts, seed, options.horizon)
+
+                found_by[profile.name] = apply_sampling(
+                    found_by[profile.name], profile.name, sampling, replay, race_ids
+                )
+        candidates: list[tuple[str, Candidate]] = []
+        for profile in profiles:
+            found = found_by[profile.name]
+            for c in found:
+                c.chain = _tidy(c.chain)
+            candidates.extend((profile.name, c) for c in _drop_covered(found))
+        findings = _merge(candidates, runs, config)
+        kept = [f for f in findings if f.suppressed is None]
+        suppressed = [f for f in findings if f.suppressed is not None]
+        if options.verify_fixes:
+            _verify(kept, runs, releases, profiles, options, rules, tick, fixes)
+        outcomes = {
+            (f"{o.namespace}/{o.name}", name): o
+            for name, run in runs.items()
+            for o in run.result.releases
+        }
+        return CheckReport(
+            profiles=[p.name for p in profiles],
+            releases=[r.hr.ref for r in releases],
+            outcomes=outcomes,
+            findings=sorted(kept, key=lambda f: f.sort_key),
+            suppressed=sorted(suppressed, key=lambda f: f.sort_key),
+            notes=notes,
+            runs={name: run.result for name, run in runs.items()},
+            sampling=sampling,
+            config=config.source,
+        )
 
 
 def _silent(phase: str, done: int, total: int) -> None:
@@ -373,8 +348,9 @@ def _verify(
 
 @dataclass(frozen=True)
 class _FixTask:
-    """One fixed run on a worker: ``(fix key, profile) -> ProfileRun``, every rule's answer on it
-    computed there (the live simulation does not come back: ``result.sim`` is ``None``)."""
+    """One fixed run on a worker: ``(fix key, profile, charts to reuse or None) -> ProfileRun``,
+    every rule's answer on it computed there (the live simulation does not come back:
+    ``result.sim`` is ``None``)."""
 
     releases: tuple[ReleaseInput, ...]
     rule_ids: tuple[str, ...]
@@ -416,28 +392,30 @@ def _prefetch_fixes(
                 for name in finding.profiles:
                     needed.setdefault((fx.key, name), None)
     items = list(needed)
-    phase = "re-simulating fixes"
     if fixes is not None:
-        futures = {fixes.send(key, name, runs.get(name)): (key, name) for key, name in items}
-        with gc_paused():  # while the runs come back (helmsim.diagnose.profilepass.run_passes)
-            for done, fut in enumerate(as_completed(futures), 1):
-                key, name = futures[fut]
-                memo[(key, name, False)] = taskpool.value_of(fut)
-                tick(phase, done, len(items))
+        _collect(fixes, items, runs, memo, tick)
         return
     objects = sum(len(c.resources) for _k, name in items for c in runs[name].charts.values())
     n = workers_for(objects, len(items), options.workers)
-    if n <= 1:
-        return  # each is simulated when its first check needs it
-    task = _FixTask(tuple(releases), tuple(r.id for r in rules), options.horizon)
-    fixed = taskpool.run_tasks(
-        task,
-        [(key, by_name[name], _reusable(key, runs.get(name))) for key, name in items],
-        taskpool.Backend("local", n),
-        progress=lambda done, total: tick(phase, done, total),
-    )
-    for (key, name), run in zip(items, fixed, strict=True):
-        memo[(key, name, False)] = run
+    if n > 1:  # else each is simulated when its first check needs it
+        with taskpool.LocalPool(n) as pool:
+            _collect(_FixRuns(pool, releases, rules, options, by_name), items, runs, memo, tick)
+
+
+def _collect(
+    fixes: _FixRuns,
+    items: Sequence[tuple[str, str]],
+    runs: Mapping[str, ProfileRun],
+    memo: dict[tuple[str, str, bool], ProfileRun],
+    tick: Progress,
+) -> None:
+    """The fixed runs of ``items`` (fix key, profile) from ``fixes``' pool, into ``memo``."""
+    futures = {fixes.send(key, name, runs.get(name)): (key, name) for key, name in items}
+    with gc_paused():  # while the runs come back (helmsim.diagnose.profilepass.run_passes)
+        for done, fut in enumerate(as_completed(futures), 1):
+            key, name = futures[fut]
+            memo[(key, name, False)] = taskpool.value_of(fut)
+            tick("re-simulating fixes", done, len(items))
 
 
 def _first_attempt_only(hr: HelmRelease) -> HelmRelease:

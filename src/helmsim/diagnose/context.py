@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -109,17 +110,10 @@ class ProfileRun:
             out.setdefault(e.what, []).append(e)
         return out
 
-    @cached_property
-    def _by_obj(self) -> dict[str, list[TraceEvent]]:
-        out: dict[str, list[TraceEvent]] = {}
-        for e in self.trace:
-            out.setdefault(e.obj, []).append(e)
-        return out
-
-    def _scan(self, what: str | None, obj: str | None) -> list[TraceEvent] | Trace:
+    def _scan(self, what: str | None, obj: str | None) -> Sequence[TraceEvent] | Trace:
         """The trace events a query on ``what`` and ``obj`` can match, in trace order."""
         if obj is not None:
-            return self._by_obj.get(obj, [])
+            return self.trace.of(obj)
         if what is not None:
             return self._by_what.get(what, [])
         return self.trace
@@ -158,7 +152,7 @@ class ProfileRun:
     def created_by_helm(self, obj: str) -> TraceEvent | None:
         """When Helm created ``obj`` (the first time)."""
         return next(
-            (e for e in self._by_obj.get(obj, ()) if e.what == "created" and e.actor == "helm"),
+            (e for e in self.trace.of(obj) if e.what == "created" and e.actor == "helm"),
             None,
         )
 
@@ -226,7 +220,7 @@ class ProfileRun:
         cond = next(
             (
                 e
-                for e in self._by_obj.get(hr_obj, ())
+                for e in self.trace.of(hr_obj)
                 if e.what == "condition"
                 and e.data.get("status") == "False"
                 and e.data.get("reason") != "DependencyNotReady"
@@ -235,7 +229,7 @@ class ProfileRun:
         )
         if cond is not None:
             out.append(step(cond, _short(cond.message)))
-        stalled = next((e for e in self._by_obj.get(hr_obj, ()) if e.what == "stalled"), None)
+        stalled = next((e for e in self.trace.of(hr_obj) if e.what == "stalled"), None)
         if stalled is not None:
             o = self.outcome(hr_ref)
             out.append(

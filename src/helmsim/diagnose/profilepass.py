@@ -123,27 +123,29 @@ def run_passes(
     horizon: float,
     tight: bool,
     given: Sequence[ProfileRun | None],
-    workers: int | None = None,
     tick: Tick | None = None,
     pool: taskpool.LocalPool | None = None,
     on_pass: OnPass | None = None,
 ) -> list[tuple[ProfileRun, list[Candidate]]]:
     """:func:`profile_pass` for every profile, in matrix order; the ones without a ``given`` run
-    on ``pool``, else on :func:`workers_for` processes. ``on_pass`` is told each pass made on
-    ``pool`` as it finishes (a check sends the fixed runs it names to the pool then)."""
-    done = 0
+    on ``pool`` (:func:`pass_workers` says when one pays), else in this process. ``on_pass`` is
+    told each pass made on ``pool`` as it finishes (a check sends the fixed runs it names then)."""
     total = len(profiles)
     out: dict[int, tuple[ProfileRun, list[Candidate]]] = {}
+
+    def record(i: int, result: tuple[ProfileRun, list[Candidate]]) -> None:
+        out[i] = result
+        if tick is not None:
+            tick(len(out), total)
+
     for i, run in enumerate(given):
         if run is not None:
-            out[i] = profile_pass(profiles[i], releases, charts[i], rules, horizon=horizon, tight=tight, given=run)
-            done += 1
-            if tick is not None:
-                tick(done, total)
+            record(i, profile_pass(profiles[i], releases, charts[i], rules, horizon=horizon, tight=tight, given=run))
     todo = [i for i in range(total) if i not in out]
-    objects = sum(len(c.resources) for i in todo for c in charts[i][0].values())
-    n = workers_for(objects, len(todo), workers)
-    if pool is not None and todo:
+    if pool is None:
+        for i in todo:
+            record(i, profile_pass(profiles[i], releases, charts[i], rules, horizon=horizon, tight=tight))
+    elif todo:
         task = PassTask(tuple(releases), tuple(r.id for r in rules), horizon, tight)
         futures = {pool.submit(task, (profiles[i], charts[i])): i for i in todo}
         # the collector is paused while the runs come back: this process only unpickles them
@@ -151,29 +153,7 @@ def run_passes(
         with gc_paused():
             for fut in as_completed(futures):
                 i = futures[fut]
-                out[i] = taskpool.value_of(fut)
-                done += 1
+                record(i, taskpool.value_of(fut))
                 if on_pass is not None:
                     on_pass(profiles[i], *out[i])
-                if tick is not None:
-                    tick(done, total)
-    elif n == 1:
-        for i in todo:
-            out[i] = profile_pass(profiles[i], releases, charts[i], rules, horizon=horizon, tight=tight)
-            done += 1
-            if tick is not None:
-                tick(done, total)
-    elif todo:
-        task = PassTask(tuple(releases), tuple(r.id for r in rules), horizon, tight)
-        base = done
-
-        def step(finished: int, _all: int) -> None:
-            if tick is not None:
-                tick(base + finished, total)
-
-        results = taskpool.run_tasks(
-            task, [(profiles[i], charts[i]) for i in todo], taskpool.Backend("local", n), progress=step
-        )
-        for i, res in zip(todo, results, strict=True):
-            out[i] = res
     return [out[i] for i in range(total)]

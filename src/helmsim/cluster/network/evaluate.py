@@ -679,16 +679,8 @@ def evaluate(
                 return replace(
                     dns, reason=f"lookup of {target.name} failed: {dns.reason}", lookup=target.name
                 )
-        if searched is not None:
-            return _run(
-                _service_plan(searched, target.port, proto, desc, cluster, src_pod),
-                source,
-                src,
-                pset,
-                cluster,
-                cni,
-            )
-        if svc_ref is not None:
+        svc = searched
+        if svc is None and svc_ref is not None:
             svc = cluster.service(svc_ref[0], svc_ref[1])
             if svc is None:
                 return Verdict(
@@ -700,14 +692,8 @@ def evaluate(
                     target.name,
                     "not-found",
                 )
-            return _run(
-                _service_plan(svc, target.port, proto, desc, cluster, src_pod),
-                source,
-                src,
-                pset,
-                cluster,
-                cni,
-            )
+        if svc is not None:
+            return _run(_service_plan(svc, target.port, proto, desc, cluster, src_pod), source, src, pset, cluster, cni)
         ips = cluster.dns_records.get(target.name.lower().rstrip("."), ())
         if not ips:
             plan = _Plan(
