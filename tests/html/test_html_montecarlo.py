@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from helmsim import montecarlo as mc
 from helmsim.cli import app
-from helmsim.cli.simulate import outcome_distributions, outcome_observations
+from helmsim.cli.sampled import outcome_distributions, outcome_observations
 from helmsim.release_inputs import build_inputs
 from helmsim.cluster.profile import load_profile
 from helmsim.report.html import OutcomeDistribution, render_html

@@ -271,7 +271,12 @@ def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Call
 
         @functools.wraps(inner)
         def wrapper(*a: Any, **k: Any) -> Any:
-            gc.enable()  # helmsim.entry pauses the collector while the modules import
+            if not gc.isenabled():
+                # helmsim.entry paused the collector while the modules imported; what they made
+                # lives as long as the process, so it goes to the permanent generation rather than
+                # be traced by the first collection (CPython Modules/gcmodule.c gc_freeze_impl)
+                gc.freeze()
+                gc.enable()
             try:
                 return inner(*a, **k)
             except InputError as err:

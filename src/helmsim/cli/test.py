@@ -19,7 +19,7 @@ from helmsim import montecarlo as mc
 from helmsim import taskpool
 from helmsim.cli import options
 from helmsim.cli.app import command, console, emit
-from helmsim.cli.simulate import outcome_distributions, outcome_observations
+from helmsim.cli.sampled import outcome_distributions, outcome_observations
 from helmsim.errors import InputError
 from helmsim.expectations import Checked, check, find_release
 from helmsim.scenario import (

@@ -9,6 +9,10 @@ from typing import Any
 from helmsim.cluster.trace import TraceEvent
 
 
+SAMPLED = "sampled"
+"""The ``variant`` of a candidate taken from a replayed sampled run (``helmsim.diagnose.sampling``)."""
+
+
 class Severity(IntEnum):
     """Ordered so that ``max()`` picks the worst; ``note`` never fails a run."""
 

@@ -25,7 +25,7 @@ from helmsim import montecarlo as mc
 from helmsim import taskpool
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.diagnose.context import ProfileRun
-from helmsim.diagnose.model import Candidate, Severity
+from helmsim.diagnose.model import SAMPLED, Candidate, Severity
 from helmsim.helm.actions import ChartRelease
 from helmsim.simulate import DEFAULT_HORIZON, ReleaseInput, simulate
 
@@ -34,9 +34,6 @@ RACE_RULES = ("HS101", "HS112")
 
 OUTCOMES = ("Ready", "Failed", "Stalled", "Blocked", "Progressing")
 """Release outcomes in report order (others follow, sorted)."""
-
-SAMPLED = "sampled"
-"""The ``variant`` of a candidate taken from a replayed sampled run."""
 
 _SEP = "\t"  # profile names, release refs and object refs never contain a tab
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from helmsim.diagnose.model import Finding, Fix, Severity
-from helmsim.diagnose.sampling import SAMPLED
+from helmsim.diagnose.model import SAMPLED, Finding, Fix, Severity
 from helmsim.report.safe import safe_text
 
 OUTCOME_STYLE = {
