@@ -158,6 +158,43 @@ def test_rbac_binding_implies_the_apiserver(binding: dict[str, Any], bound: bool
     assert (Need("kube-apiserver") in main.needs) is bound
 
 
+def _account(automount: bool | None) -> dict[str, Any]:
+    sa: dict[str, Any] = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "migrate", "namespace": NS}}
+    if automount is not None:
+        sa["automountServiceAccountToken"] = automount
+    return sa
+
+
+_TOKEN_VOLUME = {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}
+
+
+@pytest.mark.parametrize(
+    ("pod_automount", "account_automount", "volumes", "bound"),
+    [
+        (None, None, None, True),  # the admission plugin mounts the token by default
+        (False, None, None, False),  # bitnami/mongodb arbiter: the pod opts out
+        (None, False, None, False),  # the account opts out and the pod says nothing
+        (True, False, None, True),  # the pod's field wins over the account's
+        (False, None, [_TOKEN_VOLUME], True),  # a token the pod projects itself
+    ],
+)
+def test_a_binding_is_a_need_only_for_a_pod_holding_the_token(
+    pod_automount: bool | None, account_automount: bool | None, volumes: list[dict[str, Any]] | None, bound: bool
+) -> None:
+    # kubernetes plugin/pkg/admission/serviceaccount/admission.go shouldAutomount
+    pod = _pod(volumes=volumes)
+    if pod_automount is not None:
+        pod["spec"]["automountServiceAccountToken"] = pod_automount
+    ctx = BehaviourContext(bindings=[ROLE_BINDING], service_accounts=[_account(account_automount)])
+    main = model_pod(pod, ctx).container("main")
+    assert (Need("kube-apiserver") in main.needs) is bound
+    if not bound:
+        assert (
+            "ServiceAccount migrate is bound to Role migrate by RoleBinding migrate, but the pod mounts no "
+            "token of it (automountServiceAccountToken: false): not a need"
+        ) in main.notes
+
+
 def test_network_policy_peers_become_needs() -> None:
     np = {
         "apiVersion": "networking.k8s.io/v1",
@@ -475,3 +512,30 @@ def test_shell_variables_holding_a_manifest_are_expanded() -> None:
     out = expand_simple_vars(script)
     assert "printf '%s\\n' '{\"kind\":\"PersistentVolumeClaim\"}' | kubectl apply -f -" in out
     assert "$claimed" in out  # a longer name is not touched
+
+
+def test_a_policy_port_becomes_the_service_port_leading_to_it() -> None:
+    # bitnami/keycloak templates/networkpolicy.yaml: egress to its own pods on 8080 (HTTP, the
+    # Service's port 80 leads there) and 7800 (JGroups, pod to pod: no Service port leads there);
+    # bitnami/rabbitmq: amqps 5671 listed while the Service does not serve it
+    np = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "kc", "namespace": NS},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "migrate"}},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "kc"}}}], "ports": [{"port": 8080}, {"port": 7800}, {"port": 5671}]}],
+        },
+    }
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "kc", "namespace": NS},
+        "spec": {"selector": {"app": "kc"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}, {"name": "amqp", "port": 5672}]},
+    }
+    named = {**svc, "metadata": {"name": "kc-named", "namespace": NS}, "spec": {**svc["spec"], "ports": [{"port": 9000, "targetPort": "http"}]}}
+    main = model_pod(_pod(), BehaviourContext(policies=[np], services=[svc, named])).container("main")
+    services = [str(n) for n in main.needs if n.kind == "service"]
+    # a named targetPort may lead to any of the policy's ports: kept (the model does not read the pods' ports here)
+    assert services == [f"svc/{NS}/kc:80", f"svc/{NS}/kc-named:9000"]

@@ -453,6 +453,8 @@ class BehaviourContext:
     bindings: Sequence[Mapping[str, Any]] = ()
     roles: Sequence[Mapping[str, Any]] = ()
     """Roles and ClusterRoles (to tell a binding to a role without rules)."""
+    service_accounts: Sequence[Mapping[str, Any]] = ()
+    """ServiceAccounts (to tell whether a pod gets a token: ``automountServiceAccountToken``)."""
     config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     services: Sequence[Mapping[str, Any]] = ()
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -568,11 +570,14 @@ def _runs_to_completion(pod: Mapping[str, Any]) -> tuple[bool, str]:
 # --- RBAC -----------------------------------------------------------------------------------------
 
 
-def _rbac_binding(pod: Mapping[str, Any], ctx: BehaviourContext) -> str | None:
-    """A sentence naming the binding when the pod's ServiceAccount is bound to a (Cluster)Role."""
+def _rbac_binding(pod: Mapping[str, Any], ctx: BehaviourContext) -> tuple[str, bool] | None:
+    """When the pod's ServiceAccount is bound to a (Cluster)Role: a sentence naming the binding,
+    and whether that makes the API server a need (not when the pod holds no token of the
+    account: no program of it can call the API)."""
     spec = pod.get("spec") or {}
     namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
     sa = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+    token = _has_token(spec, sa, namespace, ctx)
     for b in ctx.bindings:
         kind = b.get("kind")
         bmeta = b.get("metadata") or {}
@@ -590,11 +595,30 @@ def _rbac_binding(pod: Mapping[str, Any], ctx: BehaviourContext) -> str | None:
             role = b.get("roleRef") or {}
             if _grants_nothing(role, bns, ctx):
                 continue
-            return (
-                f"talks to the API server: ServiceAccount {sa} is bound to "
-                f"{role.get('kind', 'Role')} {role.get('name', '?')} by {kind} {bmeta.get('name', '?')}"
-            )
+            bound = f"ServiceAccount {sa} is bound to {role.get('kind', 'Role')} {role.get('name', '?')} by {kind} {bmeta.get('name', '?')}"
+            if not token:
+                return f"{bound}, but the pod mounts no token of it (automountServiceAccountToken: false): not a need", False
+            return f"talks to the API server: {bound}", True
     return None
+
+
+def _has_token(spec: Mapping[str, Any], sa: str, namespace: str, ctx: BehaviourContext) -> bool:
+    """Whether the pod gets its ServiceAccount's token: mounted by the ServiceAccount admission
+    plugin unless the pod's ``automountServiceAccountToken``, else the account's, is false
+    (kubernetes plugin/pkg/admission/serviceaccount/admission.go shouldAutomount), or projected
+    by a volume of the pod itself (a ``serviceAccountToken`` source)."""
+    for vol in spec.get("volumes") or ():
+        sources = ((vol or {}).get("projected") or {}).get("sources") or ()
+        if any(isinstance(src, Mapping) and src.get("serviceAccountToken") is not None for src in sources):
+            return True
+    own = spec.get("automountServiceAccountToken")
+    if own is not None:
+        return bool(own)
+    for account in ctx.service_accounts:
+        meta = account.get("metadata") or {}
+        if str(meta.get("name")) == sa and str(meta.get("namespace") or namespace) == namespace:
+            return account.get("automountServiceAccountToken") is not False
+    return True
 
 
 def _grants_nothing(ref: Mapping[str, Any], binding_ns: str, ctx: BehaviourContext) -> bool:
@@ -716,18 +740,31 @@ def _service_needs(
     }
     if not labels:
         return []
-    out = []
+    out: list[Need] = []
     for svc in ctx.services:
         smeta = svc.get("metadata") or {}
         sel = (svc.get("spec") or {}).get("selector") or {}
         if str(smeta.get("namespace") or "default") != ns or not sel:
             continue
         if all(labels.get(str(k)) == str(v) for k, v in sel.items()):
-            svc_ports = [
-                int(p["port"]) for p in (svc.get("spec") or {}).get("ports") or () if "port" in p
-            ]
-            for port in [p for p, _ in ports] or svc_ports[:1]:
-                out.append(Need("service", f"{ns}/{smeta.get('name')}", port))
+            svc_ports = [p for p in (svc.get("spec") or {}).get("ports") or () if isinstance(p, Mapping) and "port" in p]
+            if not ports:
+                out.extend(Need("service", f"{ns}/{smeta.get('name')}", int(p["port"])) for p in svc_ports[:1])
+                continue
+            # A policy's port is the pod's (the destination after the Service's DNAT: kubernetes
+            # pkg/apis/networking/types.go NetworkPolicyPort): a client dials the Service port whose
+            # targetPort it is (pkg/apis/core/types.go ServicePort: targetPort defaults to port).
+            # A port no Service port leads to says nothing of what the pod dials through a Service.
+            # A named targetPort is the backing pods' containerPort of that name, which the model
+            # does not read here: it may lead to the policy's port, so it is kept.
+            for want, proto in ports:
+                for p in svc_ports:
+                    target = p.get("targetPort", p["port"])
+                    if isinstance(target, str) and target.isdigit():
+                        target = int(target)
+                    leads = target == want or (isinstance(target, str) and bool(target))
+                    if str(p.get("protocol") or "TCP").upper() == proto and leads:
+                        out.append(Need("service", f"{ns}/{smeta.get('name')}", int(p["port"])))
     return out
 
 
@@ -1196,7 +1233,7 @@ def _container(
     entries: Sequence[Any],
     *,
     init: bool,
-    inferred: tuple[str | None, Sequence[Need], Sequence[str]] = (None, (), ()),
+    inferred: tuple[tuple[str, bool] | None, Sequence[Need], Sequence[str]] = (None, (), ()),
     completes: tuple[bool, str] = (True, ""),
     explicit_needs: bool = False,
 ) -> ContainerModel:
@@ -1222,8 +1259,9 @@ def _container(
     described = program is not None and program.replaces_inference and program.needs is not None
     if not described:
         if rbac_note and (program is None or program.rbac):
-            needs.append(Need("kube-apiserver"))
-            notes.append(rbac_note)
+            if rbac_note[1]:
+                needs.append(Need("kube-apiserver"))
+            notes.append(rbac_note[0])
         needs.extend(granted)
         notes.extend(grant_notes)
         if not init:

@@ -212,6 +212,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         policies=gather("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"),
         bindings=gather("RoleBinding", "ClusterRoleBinding"),
         roles=gather("Role", "ClusterRole"),
+        service_accounts=gather("ServiceAccount"),
         config_maps=config_maps,
         services=gather("Service"),
         namespace_labels={
@@ -235,6 +236,7 @@ _CONTEXT_KINDS = (
     "ClusterRoleBinding",
     "Role",
     "ClusterRole",
+    "ServiceAccount",
     "ConfigMap",
     "Service",
     "Namespace",
