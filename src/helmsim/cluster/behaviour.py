@@ -1148,6 +1148,60 @@ def _host_need(
     return Need("cidr", f"{host}/{32 if ':' not in host else 128}", port)
 
 
+# Programs that fetch the URL they are given as they run, once (not a wait loop): what they
+# reach is a need, and when they cannot they exit non-zero.
+_FETCH_COMMANDS = ("kubectl", "git", "curl", "wget")
+_STATEMENT = re.compile(r"&&|\|\||[;|\n]")
+_SSH_URL = re.compile(r"^(?:ssh://)?(?:[A-Za-z0-9._-]+@)(?P<host>[A-Za-z0-9.-]+)(?::(?P<port>[0-9]+)(?=/)|:)")
+
+
+def fetches(
+    script: str, namespace: str, domain: str = addresses.CLUSTER_DOMAIN, services: Container[tuple[str, str]] = frozenset()
+) -> list[tuple[Need, str]]:
+    """What the container's script fetches by URL outside any wait loop, each with its sentence:
+    ``kubectl apply|create|replace -f URL`` (k8s.io/cli-runtime pkg/resource/visitor.go: a
+    filename that is a URL is read with an HTTP GET first), ``git clone URL`` (https, or ssh on
+    port 22), ``curl URL`` and ``wget URL``."""
+    out: list[tuple[Need, str]] = []
+    for statement in _STATEMENT.split(_LOOP.sub(" ", script)):
+        try:
+            tokens = shlex.split(statement)
+        except ValueError:
+            tokens = statement.split()
+        while tokens and ("=" in tokens[0] and not tokens[0].startswith("-") or tokens[0] in ("exec", "command")):
+            tokens = tokens[1:]  # VAR=value prefixes, exec
+        if not tokens or tokens[0].rsplit("/", 1)[-1] not in _FETCH_COMMANDS:
+            continue
+        cmd = tokens[0].rsplit("/", 1)[-1]
+        if cmd == "kubectl":
+            if not {"apply", "create", "replace"} & set(tokens[1:3]):
+                continue
+            urls = [
+                t.split("=", 1)[1] if "=" in t else tokens[i + 1]
+                for i, t in enumerate(tokens)
+                if (t in ("-f", "--filename") and i + 1 < len(tokens)) or t.startswith(("-f=", "--filename="))
+            ]
+        elif cmd == "git":
+            if "clone" not in tokens[1:3]:
+                continue
+            urls = [t for t in tokens if _URL.match(t) or _SSH_URL.match(t)][:1]
+        else:
+            urls = [t for t in tokens[1:] if _URL.match(t)][:1]
+        for url in urls:
+            m = _URL.match(url)
+            ssh = None if m is not None else _SSH_URL.match(url)
+            if m is not None:
+                host, port = m.group("host").strip("[]"), int(m.group("port") or (443 if m.group("scheme") == "https" else 80))
+            elif ssh is not None and cmd == "git":
+                host, port = ssh.group("host"), int(ssh.group("port") or 22)
+            else:
+                continue
+            need = _host_need(host, port, namespace, domain, services)
+            unread = "; what it serves is not read: the simulation creates none of its objects" if cmd == "kubectl" else ""
+            out.append((need, f"needs {need}: runs `{cmd} … {url}`, which fetches it (assumed to exit non-zero when it cannot){unread}"))
+    return out
+
+
 # Default ports of URL schemes found in connection-string variables (IANA service names).
 _SCHEME_PORTS = {
     "http": 80, "https": 443, "ws": 80, "wss": 443, "postgres": 5432, "postgresql": 5432,
@@ -1281,6 +1335,10 @@ def _container(
             if described:
                 notes.append(f"needs {', '.join(map(str, needs)) or 'nothing'} (catalog entry)")
     notes.extend(apply_notes)
+    if not described:
+        for need, why in fetches(view.script, namespace, ctx.cluster_domain, ctx.services_by_name(namespace)):
+            needs.append(need)
+            notes.append(why)
     if applies or (program is not None and (program.checks or program.creates)):
         needs.insert(0, Need("kube-apiserver"))
     needs = _with_dns(_dedupe(needs), notes)

@@ -1,0 +1,72 @@
+"""A container that fetches a URL as it runs needs that URL's host (issue 14: needs of programs;
+the shapes: argo-helm charts/argo-workflows/templates/crds-install-job.yaml, bitnami/charts
+bitnami/nginx/templates/deployment.yaml `git-clone-repository`)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helmsim.cluster.behaviour import BehaviourContext, fetches, model_pod
+
+NS = "apps"
+
+# (script, needs) — the rows read as what a platform engineer writes in a Job or init container
+CASES = [
+    ("kubectl apply --server-side -f https://raw.githubusercontent.com/argoproj/argo-helm/x/crds.yaml", ["raw.githubusercontent.com:443"]),
+    ("kubectl create -f=http://files.example.com:8080/a.yaml", ["files.example.com:8080"]),
+    ("kubectl apply --filename https://a.example.com/x.yaml --filename https://b.example.com/y.yaml", ["a.example.com:443", "b.example.com:443"]),
+    ("kubectl apply -f /manifests/x.yaml", []),  # a mounted file: read by the kubectl-apply handler instead
+    ("kubectl get --raw /version", []),
+    ("[[ -f /opt/x.sh ]] && source /opt/x.sh; git clone https://github.com/mdn/site.git --branch main /tmp/app", ["github.com:443"]),
+    ("git clone git@github.com:org/repo.git /src", ["github.com:22"]),
+    ("git clone ssh://git@git.example.com:2222/org/repo.git", ["git.example.com:2222"]),
+    ("set -e; curl -sfL https://get.example.com/install.sh | sh", ["get.example.com:443"]),
+    ("wget -qO- http://10.0.0.7:9000/health", ["10.0.0.7/32:9000"]),
+    ("until curl -sf https://api.github.com/zen; do sleep 10; done", []),  # a wait loop, modelled as one
+    ("echo https://docs.example.com; sleep 3600", []),  # printed, not fetched
+    ("HTTPS_PROXY= exec curl https://x.example.com/a", ["x.example.com:443"]),
+]
+
+
+@pytest.mark.parametrize(("script", "needs"), CASES)
+def test_what_a_script_fetches(script: str, needs: list[str]) -> None:
+    assert [str(n) for n, _ in fetches(script, NS)] == needs
+
+
+def test_an_in_cluster_url_is_the_service() -> None:
+    (need, why), = fetches("curl -sf http://api.apps:8080/seed", NS, services={(NS, "api")})
+    assert str(need) == "svc/apps/api:8080"
+    assert why == "needs svc/apps/api:8080: runs `curl … http://api.apps:8080/seed`, which fetches it (assumed to exit non-zero when it cannot)"
+
+
+def _pod(init_script: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-1", "namespace": NS, "labels": {"app": "web"}},
+        "spec": {
+            "initContainers": [{"name": "clone", "image": "example.com/git:1", "command": ["/bin/bash", "-ec", init_script]}],
+            "containers": [{"name": "web", "image": "example.com/web:1"}],
+        },
+    }
+
+
+def test_an_init_container_that_clones_needs_the_host_and_dns() -> None:
+    model = model_pod(_pod("git clone https://github.com/org/site.git /app"), BehaviourContext())
+    clone = model.container("clone")
+    assert [str(n) for n in clone.needs] == ["dns", "github.com:443"]
+    assert any(n.startswith("needs github.com:443: runs `git … https://github.com/org/site.git`") for n in clone.notes)
+
+
+def test_kubectl_apply_of_a_url_says_its_objects_are_not_created() -> None:
+    model = model_pod(_pod("kubectl apply -f https://example.com/crds.yaml"), BehaviourContext())
+    notes = model.container("clone").notes
+    assert any(n.endswith("what it serves is not read: the simulation creates none of its objects") for n in notes)
+
+
+@given(st.text(max_size=300))
+def test_any_script_is_read_without_error(script: str) -> None:
+    for need, why in fetches(script, NS):
+        assert why.startswith(f"needs {need}: runs `")
