@@ -398,6 +398,8 @@ REQUEUE_TABLE = [
     ({"NodeAffinity"}, "AssignedPodDelete", False),
     ({"TaintToleration"}, "AssignedPodAdd", False),
     ({"NodeUnschedulable"}, "NodeAddOrUpdate", True),
+    ({"NodePorts"}, "AssignedPodAdd", False),  # nodeports: Pod Delete, Node Add/Update
+    ({"NodePorts"}, "AssignedPodDelete", True),
     ({"NodeResourcesFit", "InterPodAffinity"}, "AssignedPodAdd", True),  # one plugin is enough
     (set(), "AssignedPodAdd", True),  # no plugin recorded: every event
 ]
@@ -441,3 +443,64 @@ def test_a_pod_that_needs_a_peer_is_retried_when_the_peer_is_placed() -> None:
         "assigned pod ns/db added: retrying in 0s"
     ]
     assert _node(sim, "app") == "kind-control-plane"
+
+
+# --- host ports (pkg/scheduler/framework/plugins/nodeports/node_ports.go) -----------------------------
+NODE_PORTS_ONE_NODE = (
+    "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. preemption: "
+    "0/1 nodes are available: 1 No preemption victims found for incoming pod."
+)
+
+
+def _ported(name: str, *ports: dict[str, Any], host_network: bool = False) -> dict[str, Any]:
+    pod = _pod(name)
+    pod["spec"]["containers"][0]["ports"] = list(ports)
+    if host_network:
+        pod["spec"]["hostNetwork"] = True
+    return pod
+
+
+# (the assigned pod's ports, the incoming pod's ports, whether it fits) — derived from the cases of
+# nodeports/node_ports_test.go TestNodePorts and framework/types.go HostPortInfo.CheckConflict
+HOST_PORT_TABLE = [
+    ([{"containerPort": 80, "hostPort": 8080}], [{"containerPort": 80, "hostPort": 8080}], False),
+    ([{"containerPort": 80, "hostPort": 8080}], [{"containerPort": 80, "hostPort": 8081}], True),
+    ([{"containerPort": 80, "hostPort": 8080, "protocol": "UDP"}], [{"containerPort": 80, "hostPort": 8080}], True),
+    ([{"containerPort": 80, "hostPort": 8080, "hostIP": "127.0.0.1"}], [{"containerPort": 80, "hostPort": 8080, "hostIP": "127.0.0.2"}], True),
+    ([{"containerPort": 80, "hostPort": 8080, "hostIP": "127.0.0.1"}], [{"containerPort": 80, "hostPort": 8080}], False),  # 0.0.0.0 takes every IP
+    ([{"containerPort": 8080}], [{"containerPort": 8080}], True),  # no hostPort: nothing on the node
+]
+
+
+def test_host_port_table() -> None:
+    for existing, incoming, fits in HOST_PORT_TABLE:
+        sim = _sim()
+        sim.store.create(_ported("web-0", *existing), actor="replicaset-controller")
+        sim.store.create(_ported("web-1", *incoming), actor="replicaset-controller")
+        sim.run(until=5)
+        assert _node(sim, "web-0") == "kind-control-plane"
+        assert (_node(sim, "web-1") is not None) is fits, (existing, incoming)
+        if not fits:
+            assert _failed(sim, "web-1")[0][1] == NODE_PORTS_ONE_NODE
+
+
+def test_host_network_takes_the_container_ports_and_a_pod_gone_frees_them() -> None:
+    # prometheus-community prometheus-blackbox-exporter with hostNetwork=true, replicas=2 on kind:
+    # the API server defaults hostPort to containerPort (pkg/apis/core/v1/defaults.go)
+    sim = _sim()
+    for name in ("web-0", "web-1"):
+        sim.store.create(_ported(name, {"containerPort": 9115}, host_network=True), actor="replicaset-controller")
+    sim.after(0.5, lambda: sim.store.delete("Pod", "ns", "web-0", actor="helm", grace=0.0))
+    sim.run(until=5)
+    assert _failed(sim, "web-1")[0] == (0.1, NODE_PORTS_ONE_NODE)
+    bound = [round(e.time, 3) for e in sim.trace.find(what="scheduled") if e.obj == "Pod/ns/web-1"]
+    assert bound == [1.2]  # requeued by the delete (NodePorts registers Pod Delete), after its back-off
+
+
+def test_three_nodes_take_three_host_network_replicas_and_refuse_a_fourth() -> None:
+    sim = _sim("eks-gp3")
+    for i in range(4):
+        sim.store.create(_ported(f"web-{i}", {"containerPort": 9100}, host_network=True), actor="replicaset-controller")
+    sim.run(until=5)
+    nodes = [_node(sim, f"web-{i}") for i in range(4)]
+    assert sorted(n for n in nodes if n) == EKS and nodes.count(None) == 1

@@ -32,6 +32,8 @@ REASON_NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 # nodeaffinity/node_affinity.go ErrReasonPod.
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+# nodeports/node_ports.go ErrReason.
+REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 # noderesources/fit.go fitsRequest.
 REASON_TOO_MANY_PODS = "Too many pods"
 # podtopologyspread/filtering.go ErrReasonConstraintsNotMatch, ErrReasonNodeLabelNotMatch.
@@ -278,6 +280,35 @@ def _node_affinity(pod: PodInfo, node: NodeInfo) -> Status | None:
     if node_affinity_matches({"spec": pod.spec}, node.labels, node.name):
         return None
     return Status(UNRESOLVABLE, (REASON_AFFINITY,), "NodeAffinity")
+
+
+def host_ports(spec: Mapping[str, Any]) -> frozenset[tuple[str, str, int]]:
+    """(hostIP, protocol, hostPort) of the pod's containers (nodeports/node_ports.go
+    getContainerPorts: app containers only). With ``hostNetwork`` a port without hostPort takes
+    its containerPort (pkg/apis/core/v1/defaults.go SetDefaults_Pod)."""
+    host_network = spec.get("hostNetwork") is True
+    out: set[tuple[str, str, int]] = set()
+    for c in _maps(spec.get("containers")):
+        for p in _maps(c.get("ports")):
+            port = p.get("hostPort") or (p.get("containerPort") if host_network else None)
+            if isinstance(port, int) and not isinstance(port, bool) and port > 0:
+                out.add((str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP").upper(), port))
+    return frozenset(out)
+
+
+def _ports_conflict(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
+    # pkg/scheduler/framework/types.go HostPortInfo.CheckConflict: 0.0.0.0 conflicts with any IP
+    return a[1:] == b[1:] and (a[0] == b[0] or "0.0.0.0" in (a[0], b[0]))
+
+
+def _node_ports(pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status | None:
+    wanted = host_ports(pod.spec)
+    if not wanted:
+        return None
+    used = [u for other in snap.pods_on(node.name) for u in host_ports(other.spec)]
+    if any(_ports_conflict(w, u) for w in wanted for u in used):
+        return Status(UNSCHEDULABLE, (REASON_NODE_PORTS,), "NodePorts")
+    return None
 
 
 def _resource_order(name: str) -> tuple[int, str]:
@@ -548,7 +579,10 @@ class Result:
 
 
 def needs_assigned_pods(pod: PodInfo) -> bool:
-    """Whether the pod's own filters read the assigned pods (pod (anti-)affinity, spread)."""
+    """Whether the pod's own filters read the assigned pods (pod (anti-)affinity, spread, host
+    ports)."""
+    if host_ports(pod.spec):
+        return True
     if any(_terms(pod, kind, Snapshot([], [])) for kind in ("podAffinity", "podAntiAffinity")):
         return True
     return any(
@@ -594,6 +628,7 @@ def _filter(
         _node_unschedulable(pod, node)
         or _taint_toleration(pod, node)
         or _node_affinity(pod, node)
+        or _node_ports(pod, node, snap)
         or node_resources_fit(requests, node, *snap.usage_of(node.name))
         or _topology_spread(spread, node)
         or _inter_pod_affinity(aff, node)
@@ -604,6 +639,7 @@ PLUGINS = (
     "NodeUnschedulable",
     "TaintToleration",
     "NodeAffinity",
+    "NodePorts",
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",
@@ -626,6 +662,8 @@ def run_plugin(plugin: str, pod: PodInfo, snap: Snapshot) -> dict[str, Status | 
             out[node.name] = _topology_spread(spread, node)
         elif plugin == "NodeResourcesFit":
             out[node.name] = node_resources_fit(requests, node, *snap.usage_of(node.name))
+        elif plugin == "NodePorts":
+            out[node.name] = _node_ports(pod, node, snap)
         elif plugin == "NodeAffinity":
             out[node.name] = _node_affinity(pod, node)
         elif plugin == "TaintToleration":

@@ -66,11 +66,11 @@ POD_MAX_BACKOFF = 10.0
 PodKey = tuple[str, str]
 
 # The cluster events each Filter plugin registers (EventsToRegister in kubernetes
-# pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity,noderesources/fit,
+# pkg/scheduler/framework/plugins/{nodeunschedulable,tainttoleration,nodeaffinity,nodeports,noderesources/fit,
 # podtopologyspread,interpodaffinity}): an unschedulable pod is moved back to the queue by an
 # event only if a plugin that rejected it registers that event (scheduling_queue.go
 # isPodWorthRequeuing; with no rejecting plugin recorded, every event moves it). Node events
-# here stand for Node Add and every Node update, which all six register.
+# here stand for Node Add and every Node update, which all seven register.
 ASSIGNED_POD_ADD = "AssignedPodAdd"
 ASSIGNED_POD_UPDATE = "AssignedPodUpdateLabel"
 ASSIGNED_POD_DELETE = "AssignedPodDelete"
@@ -79,6 +79,7 @@ PLUGIN_EVENTS: dict[str, frozenset[str]] = {
     "NodeUnschedulable": frozenset({NODE_CHANGE}),
     "TaintToleration": frozenset({NODE_CHANGE}),
     "NodeAffinity": frozenset({NODE_CHANGE}),
+    "NodePorts": frozenset({ASSIGNED_POD_DELETE, NODE_CHANGE}),
     "NodeResourcesFit": frozenset({ASSIGNED_POD_DELETE, NODE_CHANGE}),
     "PodTopologySpread": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_CHANGE}),
     "InterPodAffinity": frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE, NODE_CHANGE}),

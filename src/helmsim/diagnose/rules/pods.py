@@ -266,6 +266,12 @@ _EXPLAIN = (
         "use whenUnsatisfiable: ScheduleAnyway, raise maxSkew, or add topology domains",
     ),
     (
+        "didn't have free ports for the requested pod ports",
+        "its host ports (hostPort, or every containerPort under hostNetwork) are taken on every node",
+        "run at most one such pod per node (fewer replicas, a DaemonSet, or required pod anti-affinity on "
+        "kubernetes.io/hostname), or drop hostPort / hostNetwork",
+    ),
+    (
         "Insufficient ",
         "the pod's resource requests exceed what the nodes' allocatable has left",
         "lower the requests, or run on larger nodes (the profile's nodes[].allocatable)",
