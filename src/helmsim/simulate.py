@@ -235,9 +235,12 @@ def _render(
             # helm-controller post-renders every release (internal/postrender/build.go)
             objects = post_render(hr, rel.files, kube_version=profile.kubernetes_version)
         except PostRenderError as err:
-            if not per_release:
+            if not per_release and err.template is None:
                 raise InputError(f"HelmRelease {hr.ref}: {err}", file=hr.source or None) from None
-            return _failed_render(hr, chart, rel.parse_crds().resources, str(err))
+            # the chart's own output refused: every helm-controller install fails so
+            # (fluxcd/helm-controller internal/postrender/build.go: the origin labels always run)
+            note = f"{err} ({err.template} renders two objects with one id)" if err.template else None
+            return _failed_render(hr, chart, rel.parse_crds().resources, str(err), note=note)
         parsed = parse_objects(objects, namespace=hr.target_namespace)
         _remember(key, parsed)
     return ChartRelease(

@@ -35,7 +35,23 @@ Renderer = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 
 
 class PostRenderError(Exception):
-    """Helm's error when a post-renderer fails (the text helm-controller reports)."""
+    """Helm's error when a post-renderer fails (the text helm-controller reports).
+
+    ``template`` names the chart's template when the chart's own output is what the
+    post-renderers refuse (two objects with one id: ``helm template`` prints both, every
+    helm-controller install refuses them), whatever post-renderers the HelmRelease declares."""
+
+    def __init__(self, message: str, template: str | None = None) -> None:
+        super().__init__(message)
+        self.template = template
+
+
+class _DuplicateId(KustomizeError):
+    """resWrangler.Append's refusal of a second object with one id (in ``template``)."""
+
+    def __init__(self, message: str, template: str | None) -> None:
+        super().__init__(message)
+        self.template = template
 
 
 def _read(files: Sequence[tuple[str, str]]) -> Objects:
@@ -82,7 +98,8 @@ def _check_unique(objs: list[dict[str, Any]], accumulating: bool) -> None:
                     f"'helm-output.yaml': {text}': must build at directory: '/helm-output.yaml': "
                     "file is not directory"
                 )
-            raise KustomizeError(text)
+            annotations = (obj.get("metadata") or {}).get("annotations") or {}
+            raise _DuplicateId(text, str(annotations.get(FILENAME) or "") or None)
         seen.add(key)
 
 
@@ -164,6 +181,8 @@ def _run(group: Objects, chain: list[Renderer], what: str) -> Objects:
     try:
         for render in chain:
             bodies = render(bodies)
+    except _DuplicateId as err:
+        raise PostRenderError(f"error while running post render on {what}: {err}", err.template or "the chart's output") from None
     except KustomizeError as err:
         raise PostRenderError(f"error while running post render on {what}: {err}") from None
     by_id: dict[tuple[Any, tuple[Any, ...]], Source] = {}
