@@ -70,7 +70,7 @@ def test_simulate_shows_the_cause_and_verified_fixes_check_reports() -> None:
     for fx in root["fixes"]:
         assert f"fix    {fx['summary']}" in sim
         for chk in fx["checks"]:
-            state = "verified" if chk["converges"] else f"not under {chk['profile']}"
+            state = "verified" if chk["converges"] else f"not enough under {chk['profile']}"
             assert f"{state}: {chk['detail']}" in sim
 
 

@@ -89,7 +89,7 @@ def test_check_summary_links_every_release_and_profile_to_its_timeline(browser: 
     assert titles and all("HS102" in t for t in titles)
     fix = browser.eval("document.querySelector('.finding .fixes li').textContent")
     assert fix.startswith("fix: apply PersistentVolumeClaim/model-serving/hf-cache from a post-install")
-    assert "not under cilium-always: HS102 resolved, but the release still ends Stalled: HS113" in fix
+    assert "not enough under cilium-always: HS102 resolved, but the release still ends Stalled: HS113" in fix
 
 
 @pytest.mark.parametrize(("width", "height"), WIDTHS)

@@ -177,3 +177,13 @@ def test_unknown_operator_is_assumed_and_said_so_in_text_and_json() -> None:
     assert check_json["notes"].count(note) == 1
     assert any(f["rule"] == "HS113" and "kube-apiserver" in f["message"] for f in check_json["findings"])
     assert _cli("check", str(OPERATOR), *base, "--no-verify").stdout.splitlines().count(f"note: {note}") == 1
+
+
+def test_the_denied_egress_is_listed_before_the_timeout_it_causes() -> None:
+    # causes before their effects (diagnose.model.CAUSE_ORDER): the operator's dropped API calls
+    # (HS113) come before the wait that times out rather than failing fast (HS110), and HS110
+    # says the deadline is the API's default, not the chart's
+    out = _cli("simulate", str(OPERATOR), "--release-name", "pg-operator", "--namespace", "cnpg-system", "-p", "cilium-always", "--no-color")
+    causes = [line.split()[1] for line in out.stdout.splitlines() if line.strip().startswith("cause ")]
+    assert causes[:2] == ["HS113:", "HS110:"], causes
+    assert "has progressDeadlineSeconds 600 (the default) ≥ the release timeout 300s" in " ".join(out.stdout.split())

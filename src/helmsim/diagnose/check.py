@@ -25,7 +25,7 @@ from helmsim.cluster.profile import ClusterProfile
 from helmsim.config import Config
 from helmsim.diagnose import fixes as fixlib
 from helmsim.diagnose.context import ProfileRun
-from helmsim.diagnose.model import Candidate, Finding, Fix, FixCheck, Occurrence, Severity, Step
+from helmsim.diagnose.model import CAUSE_ORDER, Candidate, Finding, Fix, FixCheck, Occurrence, Severity, Step
 from helmsim.diagnose.registry import RULES, RuleSpec, all_rules
 from helmsim.diagnose.rules.network import has_race_window
 from helmsim.diagnose.profilepass import pass_workers, run_passes, workers_for
@@ -556,13 +556,6 @@ def _check_fix(
     return FixCheck(profile.name, outcome.outcome, converges, detail, resolved, cause)
 
 
-# Causes before their effects: a denied connection (HS113), an unmet program need (HS116), a
-# forbidden call (HS120), a missing reference or an unschedulable pod (HS114, HS115)
-# explains the failing hook (HS104) or Job (HS103) it makes fail; HS100 and HS106 explain nothing.
-CAUSE_ORDER = (
-    "HS113", "HS116", "HS120", "HS114", "HS115", "HS112", "HS101", "HS111", "HS105", "HS102",
-    "HS107", "HS108", "HS109", "HS110", "HS103", "HS104",
-)
 
 
 def _why_still_failing(

@@ -9,6 +9,15 @@ from typing import Any
 from helmsim.cluster.trace import TraceEvent
 
 
+# Causes before their effects: a denied connection (HS113), an unmet program need (HS116), a
+# forbidden call (HS120), a missing reference or an unschedulable pod (HS114, HS115)
+# explains the failing hook (HS104) or Job (HS103) it makes fail, and a wait that times out
+# rather than failing fast (HS110); HS100 and HS106 explain nothing.
+CAUSE_ORDER = (
+    "HS113", "HS116", "HS120", "HS114", "HS115", "HS112", "HS101", "HS111", "HS105", "HS102",
+    "HS107", "HS108", "HS109", "HS110", "HS103", "HS104",
+)
+
 SAMPLED = "sampled"
 """The ``variant`` of a candidate taken from a replayed sampled run (``helmsim.diagnose.sampling``)."""
 
@@ -178,7 +187,9 @@ class Finding:
 
     @property
     def sort_key(self) -> tuple[Any, ...]:
-        return (-int(self.severity), self.rule, self.release, self.location.obj)
+        # a report lists a release's causes before their effects, then by rule
+        rank = CAUSE_ORDER.index(self.rule) if self.rule in CAUSE_ORDER else len(CAUSE_ORDER)
+        return (-int(self.severity), rank, self.rule, self.release, self.location.obj)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

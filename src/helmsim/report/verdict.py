@@ -98,7 +98,7 @@ def fix_check_text(fx: Fix) -> tuple[str, str] | None:
         parts.append(
             f"verified: {detail} under {good[0]}" if only and detail else "verified under " + ", ".join(good)
         )
-    parts += [f"not under {c.profile}: {c.detail}" for c in bad]
+    parts += [f"not enough under {c.profile}: {c.detail}" for c in bad]
     return "; ".join(parts), ("green" if not bad else "yellow")
 
 

@@ -225,10 +225,9 @@ def progress_deadline_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
                 or f"Deployment/{res.namespace}/{res.name}" not in m["objs"]
             ):
                 continue
-            deadline = int(
-                (res.body.get("spec") or {}).get("progressDeadlineSeconds")
-                or DEFAULT_PROGRESS_DEADLINE
-            )
+            given = (res.body.get("spec") or {}).get("progressDeadlineSeconds")
+            deadline = int(given or DEFAULT_PROGRESS_DEADLINE)
+            default = "" if given else " (the default)"
             if deadline < timeout:
                 continue
             chain: list[Step] = []
@@ -237,7 +236,7 @@ def progress_deadline_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
                 chain.append(step(created, f"created by Helm (progressDeadlineSeconds {deadline})"))
             chain.extend(run.failure_tail(hr_ref))
             msg = (
-                f"{res.ref} has progressDeadlineSeconds {deadline} ≥ the release timeout {timeout:g}s: the rollout is still "
+                f"{res.ref} has progressDeadlineSeconds {deadline}{default} ≥ the release timeout {timeout:g}s: the rollout is still "
                 "InProgress when the wait gives up, so the release times out instead of failing with ProgressDeadlineExceeded"
             )
             new_timeout = deadline + 60
