@@ -14,6 +14,8 @@ text a user sees. In order:
    a claim with no ``storageClassName`` (nil, not ``""``) gets the default class, if any.
 4. **ServiceAccount and Priority** on Pods (:mod:`helmsim.cluster.podadmission`): a missing
    ServiceAccount or PriorityClass refuses the pod with Forbidden.
+5. **Admission webhooks** (:mod:`helmsim.cluster.webhooks`): a matching webhook that cannot be
+   called refuses the create under ``failurePolicy: Fail``.
 
 The lead calls it from the store's create path: ``obj = admit(sim, obj)`` before
 ``store.create`` (and before an ``apply`` that creates). It never writes to the store.
@@ -29,6 +31,7 @@ from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
 from helmsim.cluster.podadmission import admit_pod
 from helmsim.cluster.profile import guess_plural
 from helmsim.cluster.store import ApiError, clone
+from helmsim.cluster.webhooks import call_webhooks
 from helmsim.kube.served import builtin_served
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 
@@ -68,6 +71,8 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         _validate_crd(out)
     elif kind == "Pod" and api_version == "v1":
         admit_pod(sim, out)
+    # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks)
+    call_webhooks(sim, out)
     return out
 
 

@@ -8,7 +8,7 @@ strategy helm-controller chose (fluxcd/helm-controller internal/action/wait.go).
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -360,9 +360,18 @@ def _create_group(
             sim.log(ctx.actor, "adopted", res.ref, f"{res.ref} exists; adopted into {rel.id}", cause=cause)
             sim.store.apply(obj, actor=ctx.actor, cause=cause)
         except ApiError as err:
-            errors.append(err.message)
-            sim.log(ctx.actor, "apply-error", res.ref, err.message, cause=cause)
+            text = _admission_refusal(obj, err, opts.server_side)
+            errors.append(text)
+            sim.log(ctx.actor, "apply-error", res.ref, text, cause=cause)
     return errors
+
+
+def _admission_refusal(obj: Mapping[str, Any], err: ApiError, server_side: bool) -> str:
+    """An API error as Helm reports it: an admission webhook's refusal of a server-side apply
+    is wrapped (helm/helm pkg/kube/client.go patchResourceServerSide); other errors as they are."""
+    if server_side and err.reason == "InternalError":
+        return fieldcheck.helm_apply_error(obj, err.message)
+    return err.message
 
 
 def _denied_write(ctx: HelmContext, obj: dict[str, Any], server_side: bool) -> str | None:
@@ -420,7 +429,7 @@ def _apply_hook(ctx: HelmContext, hook: Resource, rel: Release, server_side: boo
         else:
             sim.store.create(obj, actor=ctx.actor, cause=cause)
     except ApiError as err:
-        return err.message
+        return _admission_refusal(obj, err, server_side)
     return None
 
 
