@@ -309,7 +309,7 @@ def test_a_binding_to_a_role_without_rules_is_no_api_server_need() -> None:
     ]
     model = model_pod(pod, BehaviourContext(bindings=[binding], roles=[full]))
     assert model.container("grafana").needs == () and model.container("grafana").known
-    assert model.container("sidecar").needs == (Need("kube-apiserver"),) and not model.container("sidecar").known
+    assert model.container("sidecar").needs == (Need("kube-apiserver"),) and model.container("sidecar").known
 
 
 def _service(name: str, port: int) -> dict[str, Any]:
