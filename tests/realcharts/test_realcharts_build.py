@@ -203,3 +203,21 @@ def test_disable_open_api_validation_does_not_let_a_wrong_type_through() -> None
     out = _release(result)
     assert out.outcome == "Stalled"
     assert out.message.endswith(".spec.replicas: expected numeric (int or float), got string")
+
+
+def test_hs111_says_the_crd_is_in_the_templates_and_to_move_it_to_crds() -> None:
+    # the CRD is in the release, in templates/: the finding names it and the remedy is crds/
+    # (argo-helm charts/argo-workflows with crds.full=false and a WorkflowTemplate in extraObjects)
+    from helmsim.cluster.profile import load_profile
+    from helmsim.diagnose.check import CheckOptions, run_check
+    from helmsim.release_inputs import build_inputs
+    from realcharts_helpers import HERE
+
+    releases = build_inputs(str(HERE / "crd-and-cr-in-templates"))
+    report = run_check(releases, [load_profile("kind")], options=CheckOptions(horizon=600))
+    (finding,) = [f for f in report.findings if f.rule == "HS111"]
+    assert finding.message.startswith(
+        "Widget/default/example is an example.com/v1 Widget, and its CRD widgets.example.com "
+        "(crd-and-cr-in-templates/templates/crd.yaml) is in the release's templates"
+    ), finding.message
+    assert [fx.summary for fx in finding.fixes][0].startswith("move the CRD of Widget to the chart's crds/ directory")

@@ -282,14 +282,40 @@ def custom_resource_without_crd(run: ProfileRun) -> list[Candidate]:
         chain: list[Step] = [step(ev, ev.message)]
         if not run.ready(hr_ref):
             chain.extend(run.failure_tail(hr_ref, after=ev.time))
-        msg = (
-            f"{res.ref} is a {res.api_version} {res.kind}, but no CRD for it is in the release or served by the cluster "
-            f"profile {run.name}: Helm cannot map the kind"
+        article = "an" if res.api_version[:1].lower() in "aeiou" else "a"
+        group = res.api_version.rpartition("/")[0]
+        in_templates = next(
+            (
+                c
+                for c in run.charts[hr_ref].manifest
+                if c.kind == "CustomResourceDefinition"
+                and ((c.body.get("spec") or {}).get("group") == group)
+                and (((c.body.get("spec") or {}).get("names") or {}).get("kind") == res.kind)
+            ),
+            None,
         )
-        fix = Fix(
-            f"install the CRD of {res.kind} first: put it in the chart's crds/ directory, or in a HelmRelease this one "
-            "dependsOn; or add it to the cluster profile (crds:) if the cluster already has it"
-        )
+        if in_templates is not None:
+            # helm/helm pkg/action/install.go: Build maps every manifest object before any is
+            # created; only crds/ is applied before it
+            where = f" ({in_templates.source.path})"
+            msg = (
+                f"{res.ref} is {article} {res.api_version} {res.kind}, and its CRD {in_templates.name}{where} is in the "
+                f"release's templates: Helm maps every object before it creates any, so the kind is not served yet "
+                f"under {run.name}"
+            )
+            fix = Fix(
+                f"move the CRD of {res.kind} to the chart's crds/ directory (applied before the templates are mapped), "
+                "or into a HelmRelease this one dependsOn"
+            )
+        else:
+            msg = (
+                f"{res.ref} is {article} {res.api_version} {res.kind}, but no CRD for it is in the release or served by the "
+                f"cluster profile {run.name}: Helm cannot map the kind"
+            )
+            fix = Fix(
+                f"install the CRD of {res.kind} first: put it in the chart's crds/ directory, or in a HelmRelease this one "
+                "dependsOn; or add it to the cluster profile (crds:) if the cluster already has it"
+            )
         out.append(
             Candidate("HS111", hr_ref, res.ref, Severity.error, msg, chain, [fix], run.variant)
         )
