@@ -351,4 +351,48 @@ def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
             [fix],
             run.variant,
         )
+    _still_dropped_at_ready(run, racing, out)
     return list(out.values())
+
+
+def _still_dropped_at_ready(run: ProfileRun, racing: set[tuple[str, str]], out: dict[str, Candidate]) -> None:
+    """Containers of a release that got Ready while every attempt of theirs was still being
+    dropped, with no policy on its way (not a race): the release's readiness does not wait for
+    them (no probe covers the connection), so the run ends before their dial timeout; once it
+    expires the program gives up after the release is Ready. A warning."""
+    for denial in run.events(what="connect-denied"):
+        target = str(denial.data.get("target"))
+        if not denial.obj.startswith("Pod/") or (denial.obj, target) in racing:
+            continue
+        owner = run.owner_of_pod(denial.obj)
+        located = run.resource(owner) if owner else None
+        if owner is None or located is None or owner in out or not run.ready(located[0]):
+            continue
+        if any(str(c.data.get("target")) == target for c in run.events(what="connected", obj=denial.obj)):
+            continue
+        if any(
+            e.what in ("connect-timeout", "probe-killed") for e in run.events(obj=denial.obj) if e.time >= denial.time
+        ):
+            continue  # the loop above told what its end did
+        hr_ref = located[0]
+        container = str(denial.data.get("container") or "") or denial.obj
+        dropped = [
+            d
+            for d in run.events(what="connect-denied", obj=denial.obj)
+            if str(d.data.get("target")) == target and (str(d.data.get("container") or "") or d.obj) == container
+        ]
+        cni = run.profile.cni
+        msg = (
+            f"{owner} needs {target} but under {run.name} ({cni.type} CNI, policyEnforcementMode "
+            f"{cni.policy_enforcement_mode}) no policy allows that egress for its pods: {len(dropped)} attempt"
+            f"{'s' if len(dropped) > 1 else ''} of {container} dropped by t={dropped[-1].time:g}s, when the release was "
+            f"already Ready (no probe waits for that connection); at its dial timeout the program gives up after the "
+            "release is Ready, so what it does for the release (a sidecar's sync, a reload) never happens"
+        )
+        fix = Fix(
+            f"add a network policy of the release that selects the pods of {owner} and allows egress to {target} "
+            "(and DNS), created before the workload (same kind group or a lower hook weight)"
+        )
+        out[owner] = Candidate(
+            "HS113", hr_ref, owner, Severity.warning, msg, [step(dropped[0], dropped[0].message.split(": ", 1)[-1])], [fix], run.variant
+        )
