@@ -244,9 +244,13 @@ class SimulateTask:
     unmapped_ready_after: float
 
     def __call__(self, seed: int) -> tuple[Observation, ...]:
+        return observe(self.run(seed))
+
+    def run(self, seed: int) -> Any:
+        """The simulation of run ``seed`` (``helmsim.simulate.SimulationResult``)."""
         from helmsim.simulate import simulate
 
-        result = simulate(
+        return simulate(
             self.profile,
             self.releases,
             horizon=self.horizon,
@@ -255,7 +259,6 @@ class SimulateTask:
             unmapped_ready_after=self.unmapped_ready_after,
             prepared=_prepared(self),
         )
-        return observe(result)
 
 
 _PREPARED: dict[int, tuple[Any, Any]] = {}

@@ -48,3 +48,15 @@ def behaviour_notes(result: SimulationResult, container: str) -> list[str]:
         for e in result.trace
         if e.what == "behaviour" and e.message.startswith(prefix)
     ]
+
+
+def restarts(result: SimulationResult, namespace: str = "default") -> dict[str, int]:
+    """``pod/container`` → restartCount of every container (init containers too) of the pods
+    of ``namespace`` at the end of the run."""
+    assert result.sim is not None
+    out: dict[str, int] = {}
+    for pod in result.sim.store.list("Pod", namespace):
+        status = pod.get("status") or {}
+        for s in [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]:
+            out[f"{pod['metadata']['name']}/{s['name']}"] = int(s.get("restartCount") or 0)
+    return out

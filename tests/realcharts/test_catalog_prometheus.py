@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from realcharts_helpers import HERE, behaviour_notes, simulate_chart
+from realcharts_helpers import HERE, behaviour_notes, restarts, simulate_chart
 from typer.testing import CliRunner
 
 from helmsim.cli import app
@@ -32,15 +32,6 @@ PROFILE = "cilium-always"
 KSM = ("kubeStateMetrics.enabled=true",)
 
 
-def _restarts(result: SimulationResult) -> dict[str, int]:
-    assert result.sim is not None
-    out: dict[str, int] = {}
-    for pod in result.sim.store.list("Pod"):
-        if pod["metadata"].get("namespace") != "default":
-            continue
-        for s in (pod.get("status") or {}).get("containerStatuses") or ():
-            out[f"{pod['metadata']['name']}/{s['name']}"] = int(s.get("restartCount") or 0)
-    return out
 
 
 def _events(result: SimulationResult, what: str, container: str) -> list[Any]:
@@ -72,7 +63,7 @@ def test_prometheus_and_its_reloader_get_ready_without_the_api_server() -> None:
         assert "needs nothing (catalog entry)" in notes
         assert not [n for n in notes if n.startswith("talks to the API server")]
         assert not _events(result, "need-failed", container)
-    assert set(_restarts(result).values()) == {0}
+    assert set(restarts(result).values()) == {0}
     assert not [e for e in result.trace if e.what == "behaviour-assumed"]
 
 
@@ -122,10 +113,10 @@ def test_kube_state_metrics_still_fails_without_the_api_server() -> None:
         'kube-state-metrics: "Failed to run kube-state-metrics" err="failed to create client: error while trying '
         'to communicate with apiserver: dial tcp 10.96.0.1:443: i/o timeout"'
     )
-    restarts = _restarts(result)
-    assert any(k.endswith("/kube-state-metrics") and v > 0 for k, v in restarts.items()), restarts
+    counts = restarts(result)
+    assert any(k.endswith("/kube-state-metrics") and v > 0 for k, v in counts.items()), counts
     # the server pod is not blamed
-    assert not [k for k, v in restarts.items() if k.startswith("prometheus-server-server-") and v]
+    assert not [k for k, v in counts.items() if k.startswith("prometheus-server-server-") and v]
 
 
 def test_the_cli_blames_kube_state_metrics_only() -> None:
@@ -151,7 +142,7 @@ def test_node_exporter_behind_kube_rbac_proxy_gets_ready() -> None:
         assert notes[0].startswith(f"behaviour from catalog entry {container} (src/helmsim/catalog/prometheus.yaml:")
         assert "needs nothing (catalog entry)" in notes
         assert not _events(result, "need-failed", container)
-    assert set(_restarts(result).values()) == {0}
+    assert set(restarts(result).values()) == {0}
     assert not [e for e in result.trace if e.what == "behaviour-assumed"]
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from realcharts_helpers import HERE, behaviour_notes, simulate_chart
+from realcharts_helpers import HERE, behaviour_notes, restarts, simulate_chart
 from typer.testing import CliRunner
 
 from helmsim.cli import app
@@ -32,17 +32,6 @@ NO_API = ("ci/no-apiserver-egress-values.yaml",)
 INIT_LIST = ("ci/init-list-values.yaml",)
 
 
-def _restarts(result: SimulationResult) -> dict[str, int]:
-    assert result.sim is not None
-    out: dict[str, int] = {}
-    for pod in result.sim.store.list("Pod"):
-        if pod["metadata"].get("namespace") != "default":
-            continue
-        status = pod.get("status") or {}
-        for s in [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]:
-            key = f"{pod['metadata']['name']}/{s['name']}"
-            out[key] = int(s.get("restartCount") or 0)
-    return out
 
 
 def _events(result: SimulationResult, what: str, container: str) -> list[Any]:
@@ -79,7 +68,7 @@ def test_a_replica_waits_for_its_primary_and_gets_ready(values: tuple[str, ...],
     assert waiting.message.startswith(f"{flavor}: waiting for svc/default/db-replication-primary:3306: dial tcp ")
     assert waiting.message.endswith(":3306: connect: connection refused")
     assert not _events(result, "need-failed", flavor)
-    assert set(_restarts(result).values()) == {0}
+    assert set(restarts(result).values()) == {0}
     # the init container of the same image is the chart's log-symlink copy, not the entrypoint
     assert "needs nothing (catalog entry)" in behaviour_notes(result, "preserve-logs-symlinks")
     assert not [e for e in result.trace if e.what == "behaviour-assumed"]
@@ -136,7 +125,7 @@ def test_loki_pods_that_only_share_the_sidecar_account_are_ready() -> None:
     assert "needs kube-apiserver (catalog entry)" in behaviour_notes(result, "loki-sc-rules")
     logs = [e.message for e in _events(result, "container-log", "loki-sc-rules")]
     assert logs == ["loki-sc-rules: Initial sync complete, sidecar is ready."]
-    assert set(_restarts(result).values()) == {0}
+    assert set(restarts(result).values()) == {0}
     assert not [e for e in result.trace if e.what == "behaviour-assumed"]
 
 

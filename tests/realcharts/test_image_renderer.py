@@ -11,24 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from realcharts_helpers import HERE, behaviour_notes, simulate_chart
+from realcharts_helpers import HERE, behaviour_notes, restarts, simulate_chart
 from typer.testing import CliRunner
 
 from helmsim.cli import app
-from helmsim.simulate import SimulationResult
 
 BARE = ("ci/bare-names-values.yaml",)
 
 
-def _restarts(result: SimulationResult) -> dict[str, int]:
-    assert result.sim is not None
-    out: dict[str, int] = {}
-    for pod in result.sim.store.list("Pod"):
-        if pod["metadata"].get("namespace") != "default":
-            continue
-        for s in (pod.get("status") or {}).get("containerStatuses") or ():
-            out[s["name"]] = out.get(s["name"], 0) + int(s.get("restartCount") or 0)
-    return out
 
 
 @pytest.mark.parametrize(
@@ -50,7 +40,7 @@ def test_grafana_and_its_renderer_are_ready(values: tuple[str, ...], sets: tuple
     assert release.message == (
         "Helm install succeeded for release default/image-renderer.v1 with chart image-renderer@0.1.0"
     )
-    assert _restarts(result) == {"grafana": 0, "grafana-image-renderer": 0}
+    assert set(restarts(result).values()) == {0} and {k.split("/")[1] for k in restarts(result)} == {"grafana", "grafana-image-renderer"}
     renderer = behaviour_notes(result, "grafana-image-renderer")
     assert "needs nothing (catalog entry)" in renderer
     assert not [n for n in renderer if n.startswith("needs svc/")]

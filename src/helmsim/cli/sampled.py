@@ -142,12 +142,5 @@ class HtmlSimulateTask(montecarlo.SimulateTask):
     """A ``simulate --runs`` run that also reports outcomes and times to Ready (picklable)."""
 
     def __call__(self, seed: int) -> tuple[montecarlo.Observation, ...]:
-        result = simulate(
-            self.profile,
-            self.releases,
-            horizon=self.horizon,
-            seed=seed,
-            sample_latencies=True,
-            unmapped_ready_after=self.unmapped_ready_after,
-        )
+        result = self.run(seed)
         return montecarlo.observe(result) + outcome_observations(result)
