@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from helmsim import limits, render, yamlio
@@ -24,7 +25,7 @@ from helmsim.flux import kustomization
 from helmsim.flux.impersonation import tenant_context
 from helmsim.flux.reconcile import REQUEUE_MAX, REQUEUE_MIN, Reconciler, ReleaseState, unready_dependency
 from helmsim.flux.sources import SOURCE_NOT_READY, SourceFailure
-from helmsim.helm import actions
+from helmsim.helm import actions, lookup
 from helmsim.helm.actions import ChartRelease, HelmContext
 from helmsim.helm.release import ReleaseStorage
 from helmsim.inputs import load_release
@@ -226,8 +227,9 @@ def _render(
     except render.RenderError as err:
         if not per_release:
             raise
-        return _unrendered(hr, err)
+        return _unrendered(hr, err, source.path)
     chart = f"{rel.chart_name}@{rel.chart_version}" if rel.from_chart else hr.chart_name
+    lookups = _lookup_notes(source.path, chart, rel.files) if rel.from_chart else ()
     key = (hr.model_dump_json(), rel.files, profile.kubernetes_version)
     parsed = _POST_RENDERED.get(key)
     if parsed is None:
@@ -240,7 +242,7 @@ def _render(
             # the chart's own output refused: every helm-controller install fails so
             # (fluxcd/helm-controller internal/postrender/build.go: the origin labels always run)
             note = f"{err} ({err.template} renders two objects with one id)" if err.template else None
-            return _failed_render(hr, chart, rel.parse_crds().resources, str(err), note=note)
+            return _failed_render(hr, chart, rel.parse_crds().resources, str(err), note=note, also=lookups)
         parsed = parse_objects(objects, namespace=hr.target_namespace)
         _remember(key, parsed)
     return ChartRelease(
@@ -249,8 +251,29 @@ def _render(
         chart=chart,
         resources=tuple(parsed.resources),
         crds=tuple(rel.parse_crds().resources),
-        notes=tuple(f"HelmRelease {hr.ref}: {n}" for n in rel.notes),
+        notes=tuple(f"HelmRelease {hr.ref}: {n}" for n in (*rel.notes, *lookups)),
     )
+
+
+def _lookup_notes(chart_path: str, chart: str, files: Sequence[tuple[str, str]] | None) -> tuple[str, ...]:
+    """The note that the chart calls ``lookup``, which helmsim answers as ``helm template`` does
+    (helm/helm pkg/action/action.go renderResources: no cluster client without
+    ``interactWithRemote``) while helm-controller's install and upgrade read the cluster.
+    ``files`` are Helm's rendered files (None: which templates rendered is unknown); the same
+    chart and files are read once (a check renders a chart for several profiles)."""
+    key = (chart_path, chart, tuple(files) if files is not None else None)
+    hit = _LOOKUPS.get(key)
+    if hit is None:
+        text = lookup.note(chart_path, chart, None if files is None else [p for p, _ in files])
+        hit = () if text is None else (text,)
+        if len(_LOOKUPS) >= _POST_RENDERED_KEPT:
+            _LOOKUPS.pop(next(iter(_LOOKUPS)))
+        _LOOKUPS[key] = hit
+    return hit
+
+
+_LOOKUPS: dict[tuple[Any, ...], tuple[str, ...]] = {}
+"""The lookup notes by (chart path, chart, rendered files): the newest few."""
 
 
 _POST_RENDERED: dict[tuple[Any, ...], Any] = {}
@@ -262,8 +285,10 @@ _POST_RENDERED_KEPT = 4
 
 
 def clear_post_rendered() -> None:
-    """Forget the post-rendered objects kept (a benchmark timing one command's render)."""
+    """Forget the post-rendered objects and lookup notes kept (a benchmark timing one command's
+    render)."""
     _POST_RENDERED.clear()
+    _LOOKUPS.clear()
 
 
 def _remember(key: tuple[Any, ...], parsed: Any) -> None:
@@ -272,21 +297,24 @@ def _remember(key: tuple[Any, ...], parsed: Any) -> None:
     _POST_RENDERED[key] = parsed
 
 
-def _unrendered(hr: HelmRelease, err: render.RenderError) -> ChartRelease:
+def _unrendered(hr: HelmRelease, err: render.RenderError, chart_path: str) -> ChartRelease:
     """The chart helm-controller gets for ``hr`` when Helm's engine refuses it: its ``crds/``
     are still applied (helm-controller internal/action/install.go applyCRDs runs before
     RunWithContext renders), then the action fails with Helm's error and stores no release."""
     from helmsim.manifests import parse_documents
 
     crds = parse_documents([(f.path, f.content) for f in err.crd_files]).resources
+    chart = f"{err.chart_name}@{err.chart_version}"
     return _failed_render(
-        hr, f"{err.chart_name}@{err.chart_version}", crds, err.helm_message,
-        note=f"the chart does not render ({err})",
+        hr, chart, crds, err.helm_message, note=f"the chart does not render ({err})",
+        # which subcharts rendered is unknown: every subchart's calls count
+        also=_lookup_notes(chart_path, chart, None) if render.is_chart_dir(Path(chart_path)) else (),
     )
 
 
 def _failed_render(
-    hr: HelmRelease, chart: str, crds: Sequence[Resource], helm_message: str, *, note: str | None = None
+    hr: HelmRelease, chart: str, crds: Sequence[Resource], helm_message: str, *, note: str | None = None,
+    also: Sequence[str] = (),
 ) -> ChartRelease:
     """A chart Helm's install or upgrade cannot render or post-render for ``hr``: no objects,
     the ``crds/`` still applied first, Helm's error (helm/helm pkg/action/action.go
@@ -298,7 +326,10 @@ def _failed_render(
         resources=(),
         crds=tuple(crds),
         render_error=helm_message,
-        notes=(f"HelmRelease {hr.ref}: {note or helm_message}; the release fails with Helm's error",),
+        notes=(
+            f"HelmRelease {hr.ref}: {note or helm_message}; the release fails with Helm's error",
+            *(f"HelmRelease {hr.ref}: {n}" for n in also),
+        ),
     )
 
 

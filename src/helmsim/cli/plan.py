@@ -11,7 +11,7 @@ import typer
 from helmsim import render as rendering
 from helmsim.cli import options
 from helmsim.cli.app import command, console, emit, err_console
-from helmsim.helm import build
+from helmsim.helm import build, lookup
 from helmsim.helm.plan import Plan, plan_install, plan_upgrade
 from helmsim.errors import InputError
 from helmsim.flux import postrender
@@ -111,6 +111,10 @@ def plan_cmd(
     release = load_release(target, new_opts, include_crds=upgrade_from is None)
     for note in release.notes:
         err_console.print(f"warning: {note}", markup=False)
+    if release.from_chart:
+        text = lookup.note(target, f"{release.chart_name}@{release.chart_version}", [p for p, _ in release.files])
+        if text is not None:
+            err_console.print(f"warning: {text}", markup=False)
     hr = postrender.helmrelease_for_chart(helmrelease or [], target)
     parsed = _parse(release, hr, namespace, kube)
     chart = f"{release.chart_name}@{release.chart_version}" if release.from_chart else ""
