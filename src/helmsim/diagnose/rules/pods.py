@@ -299,6 +299,18 @@ _EXPLAIN = (
 )
 
 
+# Topology keys a spread constraint commonly names (kubernetes.io/hostname, the well-known zone
+# and region labels: k8s.io/api core/v1 well_known_labels.go).
+_TOPOLOGY_KEYS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone", "topology.kubernetes.io/region")
+
+
+def _spread_fix(run: ProfileRun) -> str:
+    """The fix for a spread on a label the nodes lack: the topology keys every node of the
+    profile carries."""
+    have = [k for k in _TOPOLOGY_KEYS if all(k in n.labels for n in run.profile.nodes)]
+    return f"spread on a label the nodes have ({', '.join(have)})" if have else "label the nodes with the constraint's topologyKey"
+
+
 def _last_unscheduled(run: ProfileRun) -> dict[str, list[TraceEvent]]:
     """FailedScheduling events of pods that were never bound after them, by owner."""
     by_pod: dict[str, list[TraceEvent]] = {}
@@ -346,7 +358,7 @@ def pod_unschedulable(run: ProfileRun) -> list[Candidate]:
         chain = [step(first, f"FailedScheduling: {first.message}")]
         if not ready:
             chain.extend(s for s in run.failure_tail(hr_ref) if s.time >= first.time)
-        fix_list = [Fix(fix) for _f, _t, fix in why] or [
+        fix_list = [Fix(_spread_fix(run) if frag == "(missing required label)" else fix) for frag, _t, fix in why] or [
             Fix("make a node pass the scheduler's filters")
         ]
         out.append(
