@@ -205,3 +205,23 @@ def test_a_modelled_operator_creates_what_the_pods_mount() -> None:
     assert portal.outcome == "Stalled"
     assert "timeout waiting for: [Deployment/apps/portal status: 'InProgress']" in portal.message
     assert NOT_RECONCILED.format("Certificate") in result.notes
+
+
+def test_hs114_names_the_certificate_that_would_issue_the_missing_secret() -> None:
+    # the Secret is missing because nothing runs cert-manager, not because the release forgot it
+    # (cloudnative-pg/charts charts/plugin-barman-cloud templates/client-certificate.yaml)
+    from helmsim.diagnose.check import CheckOptions, run_check
+
+    releases = build_inputs(str(HERE / "flux"), charts=[f"portal={PORTAL}"])
+    releases = with_declared_crds(releases, load_config(HERE / ".helmsim.yaml").unmapped_releases)
+    releases = [
+        r if r.chart is None else dataclasses.replace(r, chart=dataclasses.replace(r.chart, values={"tls": {"mount": True}}))
+        for r in releases
+    ]
+    report = run_check(releases, [load_profile("kind")], options=CheckOptions(horizon=1800.0))
+    (finding,) = [f for f in report.findings if f.rule == "HS114"]
+    assert (
+        "Secret/apps/portal-tls is missing when they need it (Certificate/apps/portal-tls of the release names it as "
+        "its secretName, but nothing in this simulation runs cert-manager to issue it)"
+    ) in finding.message, finding.message
+    assert finding.fixes[0].summary.startswith("install cert-manager before this release (a HelmRelease it dependsOn)")

@@ -147,9 +147,35 @@ def _blocked(run: ProfileRun) -> list[_Blocked]:
     return out
 
 
+def _issuing_certificate(run: ProfileRun, ref: str) -> str | None:
+    """The cert-manager Certificate of a release whose ``spec.secretName`` is Secret ``ref``
+    (cert-manager pkg/apis/certmanager/v1 CertificateSpec.SecretName: the Secret it issues)."""
+    kind, _, rest = ref.partition("/")
+    ns, _, name = rest.partition("/")
+    if kind != "Secret":
+        return None
+    for chart in run.charts.values():
+        for res in chart.manifest:
+            spec = res.body.get("spec") or {}
+            if (
+                res.kind == "Certificate"
+                and res.api_version.startswith("cert-manager.io/")
+                and res.namespace == ns
+                and spec.get("secretName") == name
+            ):
+                return res.ref
+    return None
+
+
 def _who_creates(run: ProfileRun, ref: str, owner_start: float) -> tuple[str, TraceEvent | None]:
     created = run.created_by_helm(ref)
     if run.resource(ref) is None and created is None:
+        issuer = _issuing_certificate(run, ref)
+        if issuer is not None:
+            return (
+                f"{issuer} of the release names it as its secretName, but nothing in this simulation runs "
+                "cert-manager to issue it"
+            ), None
         return "nothing in the release creates it", None
     if created is None:
         return "the release creates it only after the pods' wait ended", None
@@ -224,6 +250,12 @@ def _reference_fix(run: ProfileRun, user: Resource, b: _Blocked, what: str) -> F
         return Fix(
             f'give {what} a lower weight than {b.owner} (helm.sh/hook-weight: "{weight}")',
             fixes.key("hook-weight", b.ref, weight),
+        )
+    issuer = _issuing_certificate(run, b.ref) if located is None else None
+    if issuer is not None:
+        return Fix(
+            f"install cert-manager before this release (a HelmRelease it dependsOn) so {issuer} is issued, or model "
+            "cert-manager in the cluster profile's operators (profiles.md#operators)"
         )
     if located is None:
         optional = (
