@@ -123,7 +123,8 @@ def _service_plan(
             proto,
             (),
             empty_reason=f"{desc}: the Service has no port {port}/{proto}",
-            empty_cause="not-found",
+            # the name resolves (the Service exists): the dial fails, it is not an NXDOMAIN
+            empty_cause="no-endpoints",
         )
     target_port = sp.target_port if sp.target_port not in (None, 0, "") else sp.port
     if svc.selector is None:
