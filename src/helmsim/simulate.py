@@ -484,7 +484,7 @@ def _simulate(
     upgrade_start = 0.0
     for cr in rendered.values():
         notes.extend(cr.notes)
-    notes.extend(_validation_notes(profile, [*rendered.values(), *previous.values()]))
+    validation_at = len(notes)  # said after the run, here: only of objects that were sent
     if previous:
         upgrade_start, prev_notes = _install_previous(sim, ctx, releases, previous, states, horizon)
         notes += prev_notes
@@ -519,6 +519,11 @@ def _simulate(
     outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]
     for r, o in zip(releases, outcomes, strict=True):
         kc.mark_not_applied(r.hr, o)
+    notes[validation_at:validation_at] = _validation_notes(
+        profile, [*rendered.values(), *previous.values()], sent=lambda ref: any(
+            e.what in ("created", "apply-error") for e in sim.trace.of(ref)
+        )
+    )
     notes += kc.notes() + assumed_behaviours(sim.trace)
     objects = _object_statuses(sim, rendered.values())
     notes += unreconciled_notes(
@@ -571,15 +576,20 @@ def _check_pod_budget(profile: ClusterProfile, charts: Sequence[ChartRelease]) -
     limits.check("max_pods", total, "replicas in all releases")
 
 
-def _validation_notes(profile: ClusterProfile, charts: Sequence[ChartRelease]) -> list[str]:
+def _validation_notes(
+    profile: ClusterProfile, charts: Sequence[ChartRelease], *, sent: Callable[[str], bool] = lambda _ref: True
+) -> list[str]:
     """What the API server's field validation cannot check here, said once: the served-API table
-    not covering the profile's version, and custom resource kinds whose CRD carries no schema."""
+    not covering the profile's version, and custom resource kinds whose CRD carries no schema
+    (of the objects ``sent`` says reached the API server: a failed Build sends none)."""
     out = [n for n in [coverage_note(profile.kubernetes_version)] if n]
     crds = [r.body for cr in charts for r in (*cr.crds, *cr.resources) if r.kind == "CustomResourceDefinition"]
     unchecked: dict[str, None] = {}
     for cr in charts:
         for res in cr.resources:
             if res.kind == "CustomResourceDefinition" or is_builtin(profile.kubernetes_version, res.api_version, res.kind):
+                continue
+            if not sent(res.ref):
                 continue
             group = res.group
             crd = next((c for c in crds if (c.get("spec") or {}).get("group") == group

@@ -221,3 +221,23 @@ def test_hs111_says_the_crd_is_in_the_templates_and_to_move_it_to_crds() -> None
         "(crd-and-cr-in-templates/templates/crd.yaml) is in the release's templates"
     ), finding.message
     assert [fx.summary for fx in finding.fixes][0].startswith("move the CRD of Widget to the chart's crds/ directory")
+
+
+def test_a_failed_build_says_nothing_of_objects_it_never_sent() -> None:
+    # the Build refuses the manifest: no object reaches the API server, so neither "fields … are
+    # not checked" nor "nothing in this simulation reconciles Widget" applies (argo-workflows
+    # with crds.full=false and a WorkflowTemplate printed both)
+    result = simulate_chart("crd-and-cr-in-templates", horizon=600)
+    assert not [n for n in result.notes if "are not checked" in n or "reconciles Widget" in n], result.notes
+
+
+def test_a_sent_custom_resource_without_a_schema_is_said_unchecked() -> None:
+    from helmsim.cluster.profile import load_profile
+    from helmsim.release_inputs import build_inputs
+    from helmsim.simulate import simulate
+    from realcharts_helpers import HERE
+
+    root = HERE / "unmapped-operators"
+    releases = build_inputs(str(root / "flux"), charts=[f"portal={root / 'charts' / 'portal'}"])
+    result = simulate(load_profile(str(root / "profiles" / "operators.yaml")), releases)
+    assert any(n.startswith("fields of ") and "are not checked: no schema of their CRD is known" in n for n in result.notes)

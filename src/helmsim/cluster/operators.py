@@ -160,7 +160,7 @@ def unreconciled_notes(
         if (res.group, res.kind) in SIMULATED_KINDS or any(m.covers(res.group, res.kind) for m in models):
             continue
         status = statuses.get((res.kind, res.namespace or "", res.name))
-        if status is not None:
+        if status is not None and status != "NotFound":  # never created (a failed Build): nothing to reconcile
             seen.setdefault(res.kind, status)
     return [
         f"nothing in this simulation reconciles {kind}; kstatus reads it as {status} "
