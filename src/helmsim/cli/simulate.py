@@ -30,7 +30,7 @@ from helmsim.simulate import (
 
 if TYPE_CHECKING:
     from helmsim.diagnose.check import CheckReport, Progress
-    
+
 
 class SimFormat(str, Enum):
     text = "text"

@@ -26,10 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from helmsim.cluster.controllers.crd import CRD, crd_names, served_group_versions, served_kinds
+from helmsim.cluster.controllers.crd import CRD, resource_name, served_group_versions, served_kinds
 from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
 from helmsim.cluster.podadmission import admit_pod
-from helmsim.cluster.profile import guess_plural
 from helmsim.cluster.store import ApiError, clone
 from helmsim.cluster.webhooks import call_webhooks
 from helmsim.kube.served import builtin_served
@@ -136,25 +135,12 @@ def _check_namespace(
     if terminating:
         # admission.NewForbidden → apierrors.NewForbidden: "<resource> \"<name>\" is forbidden: <err>"
         group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-        resource = _resource(sim, api_version, kind) + (f".{group}" if group else "")
+        resource = resource_name(sim, api_version, kind) + (f".{group}" if group else "")
         what = f'{resource} "{name}"' if name else resource
         raise ApiError(
             "Forbidden",
             f"{what} is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
         )
-
-
-def _resource(sim: Simulation, api_version: str, kind: str) -> str:
-    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-    for crd in sim.store.list(CRD):
-        names = crd_names(crd)
-        if (
-            (crd.get("spec") or {}).get("group") == group
-            and names.get("kind") == kind
-            and names.get("plural")
-        ):
-            return str(names["plural"])
-    return guess_plural(kind)
 
 
 def _default_claim(sim: Simulation, claim: dict[str, Any]) -> None:

@@ -71,26 +71,15 @@ def service_ready(sim: Simulation, namespace: str, name: str) -> str | None:
     return "not-ready"
 
 
-def _rule_covers(rule: Mapping[str, Any], group: str, resource: str) -> bool:
-    # k8s.io/api admissionregistration/v1 RuleWithOperations: operations, apiGroups, resources.
-    ops = rule.get("operations") or ()
-    groups = rule.get("apiGroups") or ()
-    resources = rule.get("resources") or ()
-    return (
-        ("CREATE" in ops or "*" in ops)
-        and (group in groups or "*" in groups)
-        # "*" is every resource, "*/*" every resource and subresource
-        and (resource in resources or "*" in resources or "*/*" in resources)
-    )
-
-
 def _webhooks(sim: Simulation, target: str) -> list[tuple[str, Mapping[str, Any]]]:
+    from helmsim.cluster.webhooks import rule_matches  # it reads service_ready of this module
+
     resource, _, group = target.partition(".")
     found: list[tuple[str, Mapping[str, Any]]] = []
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         for cfg in sim.store.list(kind):
             for hook in cfg.get("webhooks") or ():
-                if any(_rule_covers(r, group, resource) for r in hook.get("rules") or ()):
+                if any(rule_matches(r, group, resource) for r in hook.get("rules") or ()):
                     found.append((str(hook.get("name") or cfg["metadata"]["name"]), hook))
     return found
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from helmsim.cluster.controllers.crd import resource_name
 from helmsim.cluster.running import service_ready
 from helmsim.cluster.store import ApiError
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
@@ -46,37 +47,41 @@ def call_webhooks(sim: Simulation, obj: Mapping[str, Any]) -> None:
     """Call the webhooks that intercept creating ``obj``; raises ``ApiError`` when one that must
     be answered (``failurePolicy: Fail``) cannot be called."""
     kind = str(obj.get("kind") or "")
-    if kind in EXEMPT or not any(sim.store.list(k) for k in CONFIGURATIONS):
+    if kind in EXEMPT:
+        return
+    configurations = [(k, cfg) for k in CONFIGURATIONS for cfg in sim.store.list(k)]
+    if not configurations:
         return
     api_version = str(obj.get("apiVersion") or "")
     group, _, version = api_version.rpartition("/")
-    resource = _resource(sim, group, kind)
+    resource = resource_name(sim, api_version, kind)
     namespaced = kind not in CLUSTER_SCOPED_KINDS
-    for cfg_kind in CONFIGURATIONS:
-        for cfg in sim.store.list(cfg_kind):
-            for hook in cfg.get("webhooks") or ():
-                if not isinstance(hook, Mapping):
-                    continue
-                if not any(_rule_matches(r, group, version, resource, namespaced) for r in hook.get("rules") or ()):
-                    continue
-                if not _selects(sim, hook, obj, kind):
-                    continue
-                name = str(hook.get("name") or cfg["metadata"]["name"])
-                failure = _call_failure(sim, hook)
-                if failure is None:
-                    _assume_once(sim, cfg_kind, cfg, name)
-                    continue
-                if str(hook.get("failurePolicy") or "Fail") == "Ignore":
-                    # generic/webhook.go: a call error under Ignore is logged and admits
-                    continue
-                raise ApiError(
-                    "InternalError",
-                    f'Internal error occurred: failed calling webhook "{name}": failed to call webhook: {failure}',
-                )
+    for cfg_kind, cfg in configurations:
+        for hook in cfg.get("webhooks") or ():
+            if not isinstance(hook, Mapping):
+                continue
+            if not any(rule_matches(r, group, resource, version, namespaced) for r in hook.get("rules") or ()):
+                continue
+            if not _selects(sim, hook, obj, kind):
+                continue
+            name = str(hook.get("name") or cfg["metadata"]["name"])
+            failure = _call_failure(sim, hook)
+            if failure is None:
+                _assume_once(sim, cfg_kind, cfg, name)
+                continue
+            if str(hook.get("failurePolicy") or "Fail") == "Ignore":
+                # generic/webhook.go: a call error under Ignore is logged and admits
+                continue
+            raise ApiError(
+                "InternalError",
+                f'Internal error occurred: failed calling webhook "{name}": failed to call webhook: {failure}',
+            )
 
 
-def _rule_matches(rule: Any, group: str, version: str, resource: str, namespaced: bool) -> bool:
-    # k8s.io/api admissionregistration/v1 RuleWithOperations; predicates/rules/rules.go Matcher
+def rule_matches(rule: Any, group: str, resource: str, version: str | None = None, namespaced: bool | None = None) -> bool:
+    """Whether a webhook rule intercepts creating ``resource`` of ``group`` (and ``version``, of
+    that scope, when given). k8s.io/api admissionregistration/v1 RuleWithOperations;
+    predicates/rules/rules.go Matcher."""
     if not isinstance(rule, Mapping):
         return False
     ops = rule.get("operations") or ()
@@ -87,9 +92,10 @@ def _rule_matches(rule: Any, group: str, version: str, resource: str, namespaced
     return (
         ("CREATE" in ops or "*" in ops)
         and (group in groups or "*" in groups)
-        and (version in versions or "*" in versions)
+        and (version is None or version in versions or "*" in versions)
+        # "*" is every resource, "*/*" every resource and subresource
         and (resource in resources or "*" in resources or "*/*" in resources)
-        and (scope == "*" or scope == ("Namespaced" if namespaced else "Cluster"))
+        and (namespaced is None or scope == "*" or scope == ("Namespaced" if namespaced else "Cluster"))
     )
 
 
@@ -142,16 +148,3 @@ def _assume_once(sim: Simulation, cfg_kind: str, cfg: Mapping[str, Any], name: s
     )
     if not any(e.message == message for e in sim.trace.find(what=ASSUMED)):
         sim.log(API_ACTOR, ASSUMED, f"{cfg_kind}/{cfg['metadata']['name']}", message)
-
-
-def _resource(sim: Simulation, group: str, kind: str) -> str:
-    """The kind's resource (plural): its CRD's ``spec.names.plural`` when a CRD in the store
-    serves it, else the API server's lower-case plural."""
-    for crd in sim.store.list("CustomResourceDefinition"):
-        spec = crd.get("spec") or {}
-        names = spec.get("names") or {}
-        if spec.get("group") == group and names.get("kind") == kind and names.get("plural"):
-            return str(names["plural"])
-    from helmsim.cluster.profile import guess_plural
-
-    return guess_plural(kind)

@@ -33,6 +33,20 @@ def crd_names(crd: Mapping[str, Any]) -> dict[str, Any]:
     return names
 
 
+def resource_name(sim: Simulation, api_version: str, kind: str) -> str:
+    """The kind's resource (plural): its CRD's ``spec.names.plural`` when a CRD in the store
+    serves it, else the lower-case plural the API server guesses (restmapper.go
+    UnsafeGuessKindToResource)."""
+    from helmsim.cluster.profile import guess_plural
+
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    for crd in sim.store.list(CRD):
+        names = crd_names(crd)
+        if (crd.get("spec") or {}).get("group") == group and names.get("kind") == kind and names.get("plural"):
+            return str(names["plural"])
+    return guess_plural(kind)
+
+
 def crd_versions(crd: Mapping[str, Any]) -> list[str]:
     """Names of the served versions (``spec.versions[].served``; v1beta1's ``spec.version``)."""
     spec = crd.get("spec") or {}

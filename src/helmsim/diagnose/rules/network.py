@@ -330,16 +330,10 @@ def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
         chain.sort(key=lambda s: (s.time, s.event_id or 0))
         if not ready:
             chain.extend(run.failure_tail(hr_ref))
-        cni = run.profile.cni
         msg = (
-            f"{owner} needs {target} but under {run.name} ({cni.type} CNI, policyEnforcementMode "
-            f"{cni.policy_enforcement_mode}) no policy allows that egress for its pods: every attempt is dropped"
+            f"{_never_allowed(run, owner, target)}: every attempt is dropped"
             + clause
             + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
-        )
-        fix = Fix(
-            f"add a network policy of the release that selects the pods of {owner} and allows egress to {target} "
-            "(and DNS), created before the workload (same kind group or a lower hook weight)"
         )
         out[owner] = Candidate(
             "HS113",
@@ -348,7 +342,7 @@ def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
             Severity.error if not ready else Severity.warning,
             msg,
             chain,
-            [fix],
+            [_allow_fix(owner, target)],
             run.variant,
         )
     _still_dropped_at_ready(run, racing, out)
@@ -381,18 +375,26 @@ def _still_dropped_at_ready(run: ProfileRun, racing: set[tuple[str, str]], out: 
             for d in run.events(what="connect-denied", obj=denial.obj)
             if str(d.data.get("target")) == target and (str(d.data.get("container") or "") or d.obj) == container
         ]
-        cni = run.profile.cni
         msg = (
-            f"{owner} needs {target} but under {run.name} ({cni.type} CNI, policyEnforcementMode "
-            f"{cni.policy_enforcement_mode}) no policy allows that egress for its pods: {len(dropped)} attempt"
+            f"{_never_allowed(run, owner, target)}: {len(dropped)} attempt"
             f"{'s' if len(dropped) > 1 else ''} of {container} dropped by t={dropped[-1].time:g}s, when the release was "
             f"already Ready (no probe waits for that connection); at its dial timeout the program gives up after the "
             "release is Ready, so what it does for the release (a sidecar's sync, a reload) never happens"
         )
-        fix = Fix(
-            f"add a network policy of the release that selects the pods of {owner} and allows egress to {target} "
-            "(and DNS), created before the workload (same kind group or a lower hook weight)"
-        )
-        out[owner] = Candidate(
-            "HS113", hr_ref, owner, Severity.warning, msg, [step(dropped[0], dropped[0].message.split(": ", 1)[-1])], [fix], run.variant
-        )
+        first = step(dropped[0], dropped[0].message.split(": ", 1)[-1])
+        out[owner] = Candidate("HS113", hr_ref, owner, Severity.warning, msg, [first], [_allow_fix(owner, target)], run.variant)
+
+
+def _never_allowed(run: ProfileRun, owner: str, target: str) -> str:
+    cni = run.profile.cni
+    return (
+        f"{owner} needs {target} but under {run.name} ({cni.type} CNI, policyEnforcementMode "
+        f"{cni.policy_enforcement_mode}) no policy allows that egress for its pods"
+    )
+
+
+def _allow_fix(owner: str, target: str) -> Fix:
+    return Fix(
+        f"add a network policy of the release that selects the pods of {owner} and allows egress to {target} "
+        "(and DNS), created before the workload (same kind group or a lower hook weight)"
+    )
