@@ -248,3 +248,45 @@ def test_dump_limits_are_the_common_limit_flags(tmp_path: Path) -> None:
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "exceeds --max-file-size 1 KiB" in lines[0] and "nodes.yaml" in lines[0]
+
+
+# --- the load-balancer controller, from the dump's LoadBalancer Services ---------------------------
+
+
+def _lb_service(name: str, ingress: list[dict[str, str]]) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "web"},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+        "status": {"loadBalancer": {"ingress": ingress} if ingress else {}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("services", "want", "note"),
+    [
+        ([_lb_service("a", []), _lb_service("b", [{"hostname": "x.elb.amazonaws.com"}])], "hostname", "Service/web/b has status.loadBalancer.ingress[0].hostname"),
+        ([_lb_service("a", [{"ip": "203.0.113.7"}])], "ip", "Service/web/a has status.loadBalancer.ingress[0].ip"),
+        ([_lb_service("a", []), _lb_service("b", [])], "none", "INFERRED: 2 LoadBalancer Service(s), none with an address"),
+        ([], "none", None),
+    ],
+)
+def test_the_load_balancer_controller_is_read_from_the_dumps_services(
+    tmp_path: Path, services: list[dict[str, object]], want: str, note: str | None
+) -> None:
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for f in (DATA / "kind").iterdir():
+        (dump / f.name).write_bytes(f.read_bytes())
+    if services:
+        (dump / "services-web.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": services}))
+    out = tmp_path / "imported.yaml"
+    result = runner.invoke(app, ["profiles", "import", str(dump), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert load_profile(str(out)).load_balancer == want
+    if note is None:
+        assert "loadBalancer:" not in text
+    else:
+        assert note in text

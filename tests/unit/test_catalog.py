@@ -123,6 +123,9 @@ entries:
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"api": "v1"}]}, "entries[0].checks[0].api", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "colour": "red"}, "entries[0].colour: unknown key 'colour'", 9),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "ignoreEnv": ["GF-URL"]}, "entries[0].ignoreEnv: 'GF-URL' is not an environment variable name", 9),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"api": "g/v1/K", "field": "status.x"}]}, "entries[0].checks[0]: field goes with object", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"object": "Service/x", "field": "status..x"}]}, "entries[0].checks[0].field", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x", "env": ["MODE"]}}, "entries[0].match.env", 9),
     ],
 )
 def test_bad_entries_name_the_file_and_line(entry: dict[str, Any], message: str, line: int) -> None:
@@ -148,7 +151,7 @@ def test_an_entry_named_twice_is_refused_at_its_second_line() -> None:
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(["name", "summary", "sources", "match", "image", "args", "script", "needs", "checks", "api", "webhook", "object", "retry", "every", "for", "run", "probes", "creates", "logs", "x"]), children, max_size=4),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(["name", "summary", "sources", "match", "image", "args", "script", "env", "field", "needs", "checks", "api", "webhook", "object", "retry", "every", "for", "run", "probes", "creates", "logs", "x"]), children, max_size=4),
         max_leaves=12,
     )
 )
@@ -384,3 +387,99 @@ def test_the_image_renderer_needs_nothing_its_egress_policy_allows() -> None:
     assert renderer.known and renderer.entry.startswith("grafana-image-renderer (src/helmsim/catalog/grafana.yaml:")
     assert renderer.needs == () and renderer.run_seconds is None and not renderer.probes_after_needs
     assert model.container("other").needs == (Need("dns"), Need("service", "cert-manager/grafana", 80))
+
+
+# --- env globs, object fields, config-file templates (a sweep of public charts) ---------------------
+
+_LB_ENTRY = """\
+apiVersion: helmsim.dev/v1alpha1
+kind: BehaviourCatalog
+entries:
+  - name: waits-for-lb
+    summary: waits for its Service's load-balancer address
+    sources: ["example/x run.sh: retry_while"]
+    match:
+      script: 'retry_while'
+      env: {MODE: "Load*"}
+    checks:
+      - object: Service/${namespace}/${env.POD}-external
+        field: status.loadBalancer.ingress
+    retry: {every: 5s, for: 60s, deadline: hard}
+    logs: {failed: ""}
+"""
+
+
+def _lb_pod(mode: str | None) -> dict[str, Any]:
+    env: list[dict[str, Any]] = [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    if mode is not None:
+        env.append({"name": "MODE", "value": mode})
+    return _pod([{"name": "d", "image": "bitnami/kubectl", "command": ["bash", "-ec", "retry_while x || exit 1"], "env": env}])
+
+
+@pytest.mark.parametrize(("mode", "matched"), [("LoadBalancer", True), ("NodePort", False), (None, False)])
+def test_env_globs_decide_which_branch_of_a_script_an_entry_describes(mode: str | None, matched: bool) -> None:
+    entries = catalog_entries(parse_catalog_document(_LB_ENTRY, "c.yaml"))
+    model = model_pod(_lb_pod(mode), BehaviourContext(catalog=entries)).container("d")
+    assert (model.entry == "waits-for-lb (c.yaml:4)") is matched
+    if matched:
+        # the Service is named from the pod's name (downward API), the field is checked, and the
+        # program prints nothing when it gives up
+        assert model.checks == (
+            Check("object", "Service/cert-manager/p-external", path="status.loadBalancer.ingress"),
+        )
+        assert str(model.checks[0]) == "Service/cert-manager/p-external with status.loadBalancer.ingress set"
+        assert model.log_failed is None
+        assert model.needs == (Need("kube-apiserver"),)
+
+
+_CONFIG_ENTRY = """\
+apiVersion: helmsim.dev/v1alpha1
+kind: BehaviourCatalog
+entries:
+  - name: reads-its-config
+    summary: dials the broker its config file names
+    sources: ["example/x main.go: reads -config.file"]
+    match: {image: "example/app"}
+    needs: ["${file(--config.file).ingest.kafka.address}"]
+"""
+
+
+def _config_pod(data: dict[str, str], mount: dict[str, Any], arg: str = "-config.file=/conf/app.yaml") -> tuple[dict[str, Any], BehaviourContext]:
+    pod = _pod([{"name": "app", "image": "example/app:1", "args": [arg], "volumeMounts": [{"name": "cfg", **mount}]}])
+    pod["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "cfg"}}]
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kafka", "namespace": "data"}, "spec": {"ports": [{"port": 9092}]}}
+    entries = catalog_entries(parse_catalog_document(_CONFIG_ENTRY, "c.yaml"))
+    return pod, BehaviourContext(catalog=entries, config_maps={("cert-manager", "cfg"): data}, services=[svc])
+
+
+@pytest.mark.parametrize(
+    ("data", "mount", "arg", "need"),
+    [
+        ({"app.yaml": "ingest: {kafka: {address: kafka.data:9092}}"}, {"mountPath": "/conf"}, "-config.file=/conf/app.yaml", Need("service", "data/kafka", 9092)),
+        ({"app.yaml": "ingest:\n  kafka:\n    address: broker.example.com:9093\n"}, {"mountPath": "/conf"}, "--config.file=/conf/app.yaml", Need("fqdn", "broker.example.com", 9093)),
+        ({"other": "ingest: {kafka: {address: kafka.data:9092}}"}, {"mountPath": "/conf/app.yaml", "subPath": "other"}, "-config.file=/conf/app.yaml", Need("service", "data/kafka", 9092)),
+        ({"app.yaml": "server: {port: 1}"}, {"mountPath": "/conf"}, "-config.file=/conf/app.yaml", None),
+        ({"app.yaml": "ingest: {kafka: {address: [a, b]}}"}, {"mountPath": "/conf"}, "-config.file=/conf/app.yaml", None),
+        ({"app.yaml": ": not yaml : ["}, {"mountPath": "/conf"}, "-config.file=/conf/app.yaml", None),
+        ({"app.yaml": "ingest: {kafka: {address: kafka.data:9092}}"}, {"mountPath": "/etc"}, "-config.file=/conf/app.yaml", None),
+        ({"app.yaml": "ingest: {kafka: {address: kafka.data:9092}}"}, {"mountPath": "/conf"}, "-target=all", None),
+    ],
+)
+def test_a_file_template_reads_the_config_file_through_its_configmap_mount(
+    data: dict[str, str], mount: dict[str, Any], arg: str, need: Need | None
+) -> None:
+    pod, ctx = _config_pod(data, mount, arg)
+    model = model_pod(pod, ctx).container("app")
+    if need is None:
+        assert Need("dns") not in model.needs and len(model.needs) == 0
+        assert any("cannot tell what ${file(--config.file).ingest.kafka.address} means from the files its ConfigMap volumes mount" in n for n in model.notes)
+    else:
+        assert need in model.needs
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=60), st.sampled_from(["-config.file=/conf/app.yaml", "-config.file", "--config.file=/x", "-config.file=/conf/"]))
+def test_a_file_template_never_fails_on_what_the_file_holds(text: str, arg: str) -> None:
+    pod, ctx = _config_pod({"app.yaml": text}, {"mountPath": "/conf"}, arg)
+    model = model_pod(pod, ctx).container("app")
+    assert all(n.kind in ("service", "fqdn", "dns", "cidr") for n in model.needs)

@@ -187,7 +187,8 @@ class Check:
     ``api``: ``target`` = ``group/version/Kind`` is served (REST mapping). ``webhook``:
     ``target`` = ``resource.group``: the admission webhooks intercepting its CREATE have a
     Service with ready endpoints. ``object``: ``target`` = ``Kind/namespace/name`` (or
-    ``Kind//name`` cluster-scoped) exists. ``condition``: the objects ``target`` names (or
+    ``Kind//name`` cluster-scoped) exists, and with ``path`` that dotted path in it is set and
+    not empty. ``condition``: the objects ``target`` names (or
     ``selector`` selects in ``Kind/namespace/``) have condition ``condition`` with
     ``status``. ``rollout``: ``target`` is rolled out (kstatus Current). ``deleted``: ``target``
     is gone. ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
@@ -201,6 +202,7 @@ class Check:
     condition: str = ""
     status: str = "True"
     errors: tuple[tuple[str, str], ...] = ()
+    path: str = ""
 
     def error(self, reason: str, default: str) -> str:
         """The program's words for ``reason``, else ``default``."""
@@ -212,7 +214,8 @@ class Check:
         if self.kind == "webhook":
             return f"the admission webhooks for {self.target} ready"
         if self.kind == "object":
-            return f"{self.target.replace('//', '/')} present"
+            what = self.target.replace("//", "/")
+            return f"{what} with {self.path} set" if self.path else f"{what} present"
         if self.kind == "condition":
             what = f"{self.target}{'?' + self.selector if self.selector else ''}"
             return f"{what} {self.condition}={self.status}"
@@ -284,8 +287,9 @@ class ContainerModel:
     """Whether its behaviour is known (a catalog entry, a recognised command, an annotation or
     an override) rather than assumed."""
     log_ready: str = ""
-    log_failed: str = ""
-    """Log lines on success and on failure (``{error}``: what failed)."""
+    log_failed: str | None = ""
+    """Log lines on success and on failure (``{error}``: what failed; ``""`` on failure:
+    ``Error: {error}``, as most CLIs print; ``None``: it prints nothing)."""
     log_waiting: str = ""
 
 
@@ -1296,12 +1300,12 @@ def _container(
     from helmsim.cluster.programs import container_view, match_program
 
     name = str(c.get("name", ""))
-    view = container_view(c, pod)
+    view = container_view(c, pod, lambda path: _mounted_file(path, c, pod, ctx, namespace))
     program, notes = match_program(
         view, namespace, entries, ctx.cluster_domain, ctx.services_by_name(namespace)
     )
     apply_entry = next(
-        (e for e in entries if e.spec.command == "kubectl-apply" and e.matches(view.image, view.argv, view.script)),
+        (e for e in entries if e.spec.command == "kubectl-apply" and e.matches(view.image, view.argv, view.script, view.env)),
         None,
     )
     applies, apply_notes = _applies(c, pod, ctx, namespace) if apply_entry is not None else ([], [])
@@ -1478,8 +1482,16 @@ def _config_map_files(
     path: str, c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
 ) -> list[tuple[str, str]]:
     """The ConfigMap data behind ``path`` (a file or a directory) through the container's mounts."""
+    return [(text, where) for text, where, _ in _config_map_entries(path, c, pod, ctx, namespace)]
+
+
+def _config_map_entries(
+    path: str, c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
+) -> list[tuple[str, str, bool]]:
+    """As :func:`_config_map_files`, each entry also saying whether it is the file at ``path``
+    itself (not a file of the directory ``path``)."""
     volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or ()}
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, bool]] = []
     for mount in c.get("volumeMounts") or ():
         mpath = str(mount.get("mountPath", "")).rstrip("/")
         vol = volumes.get(mount.get("name")) or {}
@@ -1502,9 +1514,18 @@ def _config_map_files(
                     (
                         str(data[key]),
                         f"{path if rel else mpath + '/' + fpath} (ConfigMap {cm.get('name')} key {key})",
+                        bool(rel) or not fpath,
                     )
                 )
     return out
+
+
+def _mounted_file(
+    path: str, c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
+) -> str | None:
+    """The text of the file at ``path`` when a ConfigMap mount of the container holds it."""
+    found = [text for text, _, exact in _config_map_entries(path, c, pod, ctx, namespace) if exact]
+    return found[0] if found else None
 
 
 def needs_summary(model: ContainerModel) -> str:

@@ -80,12 +80,16 @@ class EntryMatch(_Model):
     ``args``: shell globs each matching one element of the container's command + args, in this
     order (other elements may sit between them). ``script``: a regular expression searched in
     the shell script the container runs (the ``-c`` argument of a shell, else command + args).
-    Every field given must match.
+    ``env``: globs on environment variables' values. Every field given must match.
     """
 
     image: list[str] = Field(default_factory=list)
     args: list[str] | None = None
     script: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    """Shell globs on the literal values of the container's environment variables (after
+    ``$(VAR)`` expansion; downward-API fields known before the pod runs count): every one named
+    must be set and match. A script branching on a variable is described per branch."""
 
     @field_validator("image", mode="before")
     @classmethod
@@ -125,13 +129,16 @@ class CheckSpec(_Model):
 
     Exactly one of ``api`` (``group/version/Kind`` is served), ``webhook`` (``resource.group``:
     the admission webhooks intercepting its CREATE answer) or ``object`` (``Kind/namespace/name``
-    or ``Kind/name`` exists; ``${...}`` templates allowed). ``error`` is what the program logs
-    when the check fails (``webhookErrors`` for the webhook's three failure modes).
+    or ``Kind/name`` exists; ``${...}`` templates allowed; with ``field``, a dotted path in it
+    such as ``status.loadBalancer.ingress`` is also set and not empty). ``error`` is what the
+    program logs when the check fails (``webhookErrors`` for the webhook's three failure modes).
     """
 
     api: str | None = Field(default=None, pattern=r"^[a-z0-9.-]+/[a-z0-9]+/[A-Z][A-Za-z0-9]*$")
     webhook: str | None = Field(default=None, pattern=r"^[a-z0-9-]+\.[a-z0-9.-]+$")
     object: str | None = None
+    field: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+    """With ``object``: a dotted path in it that must be set and not empty."""
     error: str | None = None
     webhook_errors: WebhookErrors | None = None
     unless_args: list[str] = Field(default_factory=list)
@@ -144,6 +151,8 @@ class CheckSpec(_Model):
             raise ValueError("a check has exactly one of: api, webhook, object")
         if self.object is not None and self.object.count("/") not in (1, 2):
             raise ValueError("object: expected Kind/namespace/name or Kind/name")
+        if self.field is not None and self.object is None:
+            raise ValueError("field goes with object")
         return self
 
 
@@ -172,7 +181,8 @@ class RetrySpec(_Model):
 
 
 class Logs(_Model):
-    """Log lines the program writes (``{error}`` is replaced by the failure's text)."""
+    """Log lines the program writes (``{error}`` is replaced by the failure's text; ``failed``
+    omitted: ``Error: {error}``; ``failed: ""``: it prints nothing when it fails)."""
 
     ready: str | None = None
     failed: str | None = None
@@ -282,9 +292,16 @@ class CompiledEntry:
     def name(self) -> str:
         return self.spec.name
 
-    def matches(self, image: str, argv: Sequence[str], script: str) -> bool:
-        """Whether a container with ``image``, command+args ``argv`` and ``script`` matches."""
+    def matches(
+        self, image: str, argv: Sequence[str], script: str, env: Mapping[str, str] | None = None
+    ) -> bool:
+        """Whether a container with ``image``, command+args ``argv``, ``script`` and literal
+        environment ``env`` matches."""
         m = self.spec.match
+        for name, pattern in m.env.items():
+            value = (env or {}).get(name)
+            if value is None or not fnmatch.fnmatchcase(value, pattern):
+                return False
         if m.image:
             repo = image_repository(image)
             if not any(fnmatch.fnmatchcase(repo, _normalise_pattern(p)) for p in m.image):

@@ -359,6 +359,9 @@ class Latencies(_Model):
     volume_attach: Latency = Field(default_factory=lambda: fixed(0.0))
     crd_establish: Latency = Field(default_factory=lambda: fixed(1.0))
     endpoint_regeneration: Latency = Field(default_factory=lambda: fixed(0.5))
+    load_balancer_provisioning: Latency = Field(default_factory=lambda: fixed(5.0))
+    """From a LoadBalancer Service's creation to its ``status.loadBalancer.ingress`` (with a
+    ``loadBalancer`` controller in the profile)."""
 
     # The CNI's latencies, visible here too so every latency is reachable by one name
     # (set by ClusterProfile from its ``cni`` section).
@@ -494,6 +497,11 @@ class ClusterProfile(_Model):
     kubelet_backoff_initial_seconds: float = Field(default=10.0, ge=0)
     kubelet_backoff_cap_seconds: float = Field(default=300.0, ge=0)
     addressing: Addressing = Field(default_factory=Addressing)
+    load_balancer: Literal["none", "hostname", "ip"] = "none"
+    """What fills a LoadBalancer Service's ``status.loadBalancer.ingress``: ``none`` (kind and a
+    bare cluster: nothing, EXTERNAL-IP stays <pending>), or a controller (the cloud provider's
+    service controller, the AWS Load Balancer Controller, MetalLB, k3s's ServiceLB) that writes a
+    ``hostname`` (AWS ELB) or an ``ip`` after ``latencies.loadBalancerProvisioning``."""
     # Policies the platform installed before any release (e.g. the baseline a cluster in Cilium
     # "always" mode needs so CoreDNS accepts queries). Created at t=0 and in effect from the start.
     cluster_policies: list[dict[str, Any]] = Field(default_factory=list)

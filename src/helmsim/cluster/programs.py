@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,9 @@ class ContainerView:
     argv: tuple[str, ...]
     script: str
     env: Mapping[str, str]
+    files: Callable[[str], str | None] | None = field(default=None, compare=False)
+    """The text of a file at a path inside the container (its ConfigMap mounts), None when
+    unknown: what ``${file(--flag).a.b}`` templates read."""
 
 
 def _env(c: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, str]:
@@ -96,8 +99,11 @@ def _expand(text: str, env: Mapping[str, str]) -> str:
     return _EXPAND.sub(sub, text)
 
 
-def container_view(c: Mapping[str, Any], pod: Mapping[str, Any]) -> ContainerView:
-    """The container's image, command + args (``$(VAR)`` expanded) and shell script."""
+def container_view(
+    c: Mapping[str, Any], pod: Mapping[str, Any], files: Callable[[str], str | None] | None = None
+) -> ContainerView:
+    """The container's image, command + args (``$(VAR)`` expanded) and shell script; ``files``
+    reads a file of the container by path."""
     env = _env(c, pod)
     argv = tuple(_expand(str(a), env) for a in [*(c.get("command") or ()), *(c.get("args") or ())])
     expanded = dict(c)
@@ -111,6 +117,7 @@ def container_view(c: Mapping[str, Any], pod: Mapping[str, Any]) -> ContainerVie
         argv=argv,
         script=script_of(expanded),
         env=env,
+        files=files,
     )
 
 
@@ -161,7 +168,7 @@ class Program:
     liveness_after_needs: bool = True
     creates: tuple[Mapping[str, Any], ...] = ()
     log_ready: str = ""
-    log_failed: str = ""
+    log_failed: str | None = ""
     log_waiting: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -178,7 +185,7 @@ def match_program(
     the simulation knows, so a host ``name.ns`` it dials is that Service (behaviour._name_need)."""
     notes: list[str] = []
     for entry in entries:
-        if not entry.matches(view.image, view.argv, view.script):
+        if not entry.matches(view.image, view.argv, view.script, view.env):
             continue
         label = f"{entry.name} ({entry.origin})"
         spec = entry.spec
@@ -220,6 +227,8 @@ def _template(text: str, view: ContainerView, namespace: str) -> str | None:
             value = view.env.get(key[4:])
         elif key.startswith("-"):
             value = flag_value(view.argv, key)
+        elif key.startswith("file("):
+            value = _file_value(key, view)
         elif (m_arg := re.fullmatch(r"argv\[(-?[0-9]+)\]", key)) is not None:
             index = int(m_arg.group(1))
             value = view.argv[index] if -len(view.argv) <= index < len(view.argv) else None
@@ -232,6 +241,30 @@ def _template(text: str, view: ContainerView, namespace: str) -> str | None:
 
     out = _TEMPLATE.sub(sub, text)
     return None if missing else out
+
+
+_FILE_KEY = re.compile(r"file\((?P<flag>-{1,2}[A-Za-z0-9][A-Za-z0-9._-]*)\)\.(?P<path>[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)")
+
+
+def _file_value(key: str, view: ContainerView) -> str | None:
+    """``file(--flag).a.b``: the scalar at ``a.b`` of the YAML (or JSON) file whose path is the
+    value of ``--flag``; None when the flag, the file or the key is not there."""
+    m = _FILE_KEY.fullmatch(key)
+    path = flag_value(view.argv, m.group("flag")) if m else None
+    text = view.files(path) if path and m and view.files is not None else None
+    if text is None or m is None:
+        return None
+    from helmsim.yamlio import load_one
+
+    try:
+        value: Any = load_one(text, path or "")
+    except InputError:  # not YAML: the value cannot be read
+        return None
+    for part in m.group("path").split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    return str(value)
 
 
 def _fill(obj: Any, view: ContainerView, namespace: str) -> Any:
@@ -274,7 +307,7 @@ def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Chec
     parts = target.split("/")
     if len(parts) == 2:
         target = f"{parts[0]}//{parts[1]}"
-    return Check("object", target, errors=tuple(errors))
+    return Check("object", target, errors=tuple(errors), path=spec.field or "")
 
 
 def _image_program(
@@ -291,7 +324,12 @@ def _image_program(
         for text in spec.needs:
             filled = _template(text, view, namespace)
             if filled is None:
-                notes.append(f"cannot tell what {text} means from the container's arguments: not needed")
+                source = (
+                    "the files its ConfigMap volumes mount (a file elsewhere, or a key it lacks, is not read)"
+                    if "${file(" in text
+                    else "the container's arguments"
+                )
+                notes.append(f"cannot tell what {text} means from {source}: not needed")
                 continue
             try:
                 found.append(
@@ -355,7 +393,7 @@ def _image_program(
         liveness_after_needs=(spec.liveness or spec.probes) == "after-needs",
         creates=tuple(creates),
         log_ready=spec.logs.ready or "",
-        log_failed=spec.logs.failed or "",
+        log_failed=None if spec.logs.failed == "" else spec.logs.failed or "",
         log_waiting=spec.logs.waiting or "",
         notes=tuple(notes),
     )

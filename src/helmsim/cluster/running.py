@@ -121,8 +121,11 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
     kind, ns, name = _split(check.target)
     fields = {"kind": kind, "resource": _resource(kind), "name": name, "namespace": ns or ""}
     if check.kind == "object":
-        if sim.store.get(kind, ns, name) is None:
+        obj = sim.store.get(kind, ns, name)
+        if obj is None:
             return "unmet", _subst(check.error("unmet", '{resource} "{name}" not found'), fields), False
+        if check.path and not _field_set(obj, check.path):
+            return "unmet", _subst(check.error("unmet", f'{{resource}} "{{name}}" has no {check.path}'), fields), False
         return None
     if check.kind == "deleted":
         if sim.store.get(kind, ns, name) is not None:
@@ -161,6 +164,16 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
                 {**fields, "name": str(obj["metadata"]["name"])},
             ), False
     return None
+
+
+def _field_set(obj: Mapping[str, Any], path: str) -> bool:
+    """Whether the dotted ``path`` of ``obj`` holds something (not absent, null or empty)."""
+    value: Any = obj
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return False
+        value = value.get(part)
+    return value not in (None, "", [], {})
 
 
 _PLACEHOLDER = re.compile(r"\{(kind|resource|name|namespace)\}")
@@ -261,8 +274,10 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
                     continue
             error = retry.give_up_error or error
             code = retry.exit_code
-        line = model.log_failed.replace("{error}", error) if model.log_failed else f"Error: {error}"
-        return _give_up(rt, model, need, error, code, line, ev, network=network)
+        said_last: str | None = None  # the catalog says it prints nothing when it gives up
+        if model.log_failed is not None:
+            said_last = model.log_failed.replace("{error}", error) if model.log_failed else f"Error: {error}"
+        return _give_up(rt, model, need, error, code, said_last, ev, network=network)
     rt.activity.pop(name, None)
     rt.now_serving(name, run)
     if model.creates:
@@ -290,15 +305,15 @@ def _give_up(
     need: str,
     error: str,
     code: int,
-    line: str,
+    line: str | None,
     cause: int | None,
     *,
     network: bool = True,
 ) -> int:
-    """End the run on ``need``: the program's last log ``line``, then ``need-failed``; returns
-    the exit code."""
+    """End the run on ``need``: the program's last log ``line`` (``None``: it prints none), then
+    ``need-failed``; returns the exit code."""
     name = model.name
-    logged = rt.log("container-log", f"{name}: {line}", cause, container=name, line=line)
+    logged = cause if line is None else rt.log("container-log", f"{name}: {line}", cause, container=name, line=line)
     rt.log(
         "need-failed",
         f"{name}: {need} failed ({error}): the run ends with exit code {code}",

@@ -110,8 +110,32 @@ def build_draft(
     _nodes(draft, dump)
     _latencies(draft, prior, prior_label)
     _addressing(draft, dump, platform)
+    _load_balancer(draft, dump)
     _policies(draft, dump)
     return draft
+
+
+def _load_balancer(draft: Draft, dump: Dump) -> None:
+    """``loadBalancer`` from the LoadBalancer Services of the dump: one with an address says a
+    controller writes hostnames or IPs (k8s.io/api core/v1 LoadBalancerIngress); all pending says
+    none runs. Without such a Service nothing is said (the default: none)."""
+    services = [
+        o for o in dump.of("Service") if str(_map(o.obj.get("spec")).get("type") or "") == "LoadBalancer"
+    ]
+    for o in sorted(services, key=lambda o: (o.namespace, o.name)):
+        ingress = _list(_map(_map(o.obj.get("status")).get("loadBalancer")).get("ingress"))
+        first = _map(ingress[0]) if ingress else {}
+        if first.get("hostname") or first.get("ip"):
+            kind = "hostname" if first.get("hostname") else "ip"
+            draft.put(("loadBalancer",), kind, f"{o.cite()} has status.loadBalancer.ingress[0].{kind}")
+            return
+    if services:
+        o = min(services, key=lambda o: (o.namespace, o.name))
+        draft.put(
+            ("loadBalancer",),
+            "none",
+            f"INFERRED: {len(services)} LoadBalancer Service(s), none with an address ({o.cite()} EXTERNAL-IP <pending>)",
+        )
 
 
 # --- platform -----------------------------------------------------------------------------------

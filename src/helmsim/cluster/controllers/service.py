@@ -6,9 +6,11 @@
   CIDR, defaulted fields, and NodePorts for NodePort/LoadBalancer Services. Allocation is
   deterministic: a hash of ``namespace/name`` into the dynamic band (above the first
   ``min(max(16, size/16), 256)`` addresses, ipallocator bitmap.go calcRangeOffset), probing
-  forward on collisions. A LoadBalancer Service never gets ``status.loadBalancer.ingress``: there
-  is no cloud controller (kind and a bare cluster behave so); kstatus ignores ingress anyway
-  (cli-utils core.go serviceConditions), so such a Service is Current once it has a ClusterIP.
+  forward on collisions. A LoadBalancer Service gets ``status.loadBalancer.ingress`` only when
+  the profile has a ``loadBalancer`` controller, after ``loadBalancerProvisioning`` (a hostname
+  or a TEST-NET-3 address); without one (kind, a bare cluster) it stays empty. kstatus ignores
+  ingress (cli-utils core.go serviceConditions), so such a Service is Current once it has a
+  ClusterIP; programs reading the address (Bitnami's auto-discovery) wait for it.
 * ``EndpointsController`` (actors ``endpoint-controller`` and ``endpointslice-controller``) keeps
   ``Endpoints/<svc>`` and one ``EndpointSlice`` per port set up to date from the pods matching the
   Service selector that have a ``status.podIP`` (pkg/controller/endpoint, pkg/controller/
@@ -187,7 +189,7 @@ class ServiceController(Controller):
                         break
         if stype == "LoadBalancer":
             spec.setdefault("allocateLoadBalancerNodePorts", True)
-            new["status"] = {"loadBalancer": {}}
+            new["status"] = {"loadBalancer": dict((svc.get("status") or {}).get("loadBalancer") or {})}
         if new != svc:
             self.store.update(new, actor=APISERVER, cause=cause, quiet=True)
             if allocated:
@@ -200,14 +202,48 @@ class ServiceController(Controller):
                 )
         if stype == "LoadBalancer" and ref_of(new) not in self._reported_lb:
             self._reported_lb.add(ref_of(new))
-            self.sim.log(
-                "service-controller",
-                "no-load-balancer",
-                ref_of(new),
-                f"{ref_of(new)}: no cloud load-balancer controller; status.loadBalancer.ingress stays empty "
-                "(EXTERNAL-IP <pending>)",
-                cause=cause,
-            )
+            provider = getattr(self.sim.profile, "load_balancer", "none")
+            if provider == "none":
+                self.sim.log(
+                    "service-controller",
+                    "no-load-balancer",
+                    ref_of(new),
+                    f"{ref_of(new)}: no cloud load-balancer controller; status.loadBalancer.ingress stays empty "
+                    "(EXTERNAL-IP <pending>)",
+                    cause=cause,
+                )
+            else:
+                uid = (new.get("metadata") or {}).get("uid")
+                self.sim.after(
+                    self.sim.latency("load_balancer_provisioning"), self._ensure_lb, ns, name, uid, provider, cause
+                )
+
+    def _ensure_lb(self, ns: str, name: str, uid: Any, provider: str, cause: int | None) -> None:
+        """The load-balancer controller writes the address it provisioned (k8s.io/cloud-provider
+        controllers/service/controller.go syncLoadBalancerIfNeeded → patchStatus)."""
+        svc = self.store.get("Service", ns, name)
+        if svc is None or (svc.get("metadata") or {}).get("uid") != uid:
+            return
+        if ((svc.get("spec") or {}).get("type")) != "LoadBalancer":
+            return
+        digest = _hash(f"{ns}/{name}")
+        if provider == "hostname":
+            ingress = {"hostname": f"{name}-{digest % 16**10:010x}.{ns}.elb.helmsim.test"}
+        else:  # an address of TEST-NET-3 (RFC 5737), one per Service
+            ingress = {"ip": f"203.0.113.{1 + digest % 254}", "ipMode": "VIP"}
+        new = clone(svc)
+        new["status"] = {"loadBalancer": {"ingress": [ingress]}}
+        self.store.update(new, actor="service-controller", cause=cause, quiet=True)
+        address = ingress.get("hostname") or ingress.get("ip")
+        self.sim.log(
+            "service-controller",
+            "load-balancer",
+            ref_of(new),
+            f"{ref_of(new)}: Ensured load balancer; status.loadBalancer.ingress {address} "
+            "(the profile's loadBalancer controller, latencies.loadBalancerProvisioning)",
+            cause=cause,
+            address=address,
+        )
 
 
 def _resolve_port(port: Mapping[str, Any], pod: Mapping[str, Any]) -> int | None:

@@ -4,7 +4,10 @@ HS116 program-need-unmet
     A program the behaviour catalog describes (cert-manager's startupapicheck, cainjector,
     kube-webhook-certgen, kubectl wait, …) checked the cluster for something it needs — an API
     served, a ready webhook, an object, a condition — and gave up without it: its runs end with
-    the program's own error and exit code, and the Job, hook or workload fails.
+    the program's own error and exit code, and the Job, hook or workload fails. A peer it dials
+    by a name that does not resolve (a Service that does not exist: Tempo's Kafka broker) and
+    an object field nothing sets (a LoadBalancer address without a load-balancer controller)
+    count too.
 
 Evidence is the trace of the running path (helmsim.cluster.running): ``need-failed`` (the need
 or check that ended a run, with the program's error and exit code), ``program-waiting``,
@@ -105,7 +108,27 @@ _FIXES = {
     "api": "install the CRDs that serve {what} before it runs (the chart's CRD switch such as crds.enabled=true / installCRDs=true, its crds/ directory, or a HelmRelease this one dependsOn that installs them)",
     "webhook": "make sure the webhook it calls is ready before it runs: its Deployment Available and its Service selecting ready pods (a hook weight after the webhook, or a HelmRelease that dependsOn the webhook's)",
     "object": "create {what} before it runs (a lower hook weight, or an earlier kind group)",
+    "field": "make sure something sets {path} of {what} before it gives up",
+    "peer": (
+        "make {what} exist before it runs (install what serves it first: a HelmRelease this one "
+        "dependsOn, or a subchart), or point the container's configuration at a peer that exists"
+    ),
+    # k8s.io/cloud-provider controllers/service/controller.go: only a load-balancer controller
+    # writes status.loadBalancer.ingress; kind and bare clusters run none
+    "load-balancer": (
+        "give the cluster a load-balancer controller that writes {path} of {what} (the cloud "
+        "provider's, MetalLB, cloud-provider-kind; a profile with loadBalancer: hostname|ip), or "
+        "configure the chart not to wait for a load-balancer address (e.g. a NodePort Service)"
+    ),
 }
+
+
+def _unresolved(need: str) -> str:
+    """Why the name of a network need does not resolve, in words."""
+    if need.startswith("svc/"):
+        ns, _, rest = need.removeprefix("svc/").partition("/")
+        return f"no Service {rest.split(':', 1)[0]} in namespace {ns}"
+    return f"no DNS record for {need.rsplit(':', 1)[0]}"
 
 
 def _check_kind(need: str) -> str:
@@ -113,6 +136,8 @@ def _check_kind(need: str) -> str:
         return "api"
     if need.startswith("the admission webhooks for "):
         return "webhook"
+    if need.endswith(" set") and " with " in need:
+        return "load-balancer" if " with status.loadBalancer." in need else "field"
     return "object"
 
 
@@ -122,43 +147,55 @@ def _check_kind(need: str) -> str:
     "A program gives up because something it checks for in the cluster is missing",
 )
 def program_need_unmet(run: ProfileRun) -> list[Candidate]:
-    """Containers whose runs ended on a check (not a connection): an API not served, a webhook
-    not ready, an object missing, a condition never met."""
+    """Containers whose runs ended on a check (an API not served, a webhook not ready, an object
+    missing, a condition never met) or on a peer whose name does not resolve (a Service that
+    does not exist)."""
     out: dict[tuple[str, str], Candidate] = {}
     for ev in run.events(what="need-failed"):
-        if ev.data.get("network") or not ev.obj.startswith("Pod/"):
+        # net/http and Go's resolver: "dial tcp: lookup <name> on <dns>: no such host" (NXDOMAIN)
+        unresolved = bool(ev.data.get("network")) and "no such host" in str(ev.data.get("error") or "")
+        if (ev.data.get("network") and not unresolved) or not ev.obj.startswith("Pod/"):
             continue
         owner = run.owner_of_pod(ev.obj)
         located = run.resource(owner) if owner else None
         need = str(ev.data.get("need"))
-        if owner is None or located is None or (owner, need) in out:
+        if owner is None or located is None:
+            continue
+        kind = "peer" if unresolved else _check_kind(need)
+        # one finding per workload and check: each pod of a StatefulSet may check its own object
+        key = (owner, f"{ev.data.get('container')}:{kind}:{ev.data.get('entry') or need}")
+        if key in out:
             continue
         hr_ref = located[0]
         ready = run.ready(hr_ref)
         clause, steps = consequences(run, owner, need=need, named=False)
         entry = str(ev.data.get("entry") or "")
         program = f" (catalog entry {entry.split(' ', 1)[0]})" if entry else ""
+        missing = (
+            f"which does not resolve ({_unresolved(need)})" if unresolved else "which the cluster does not have when it runs"
+        )
         msg = (
-            f"{owner}'s container {ev.data.get('container')}{program} needs {need}, which the cluster "
-            f"does not have when it runs{clause}"
+            f"{owner}'s container {ev.data.get('container')}{program} needs {need}, {missing}{clause}"
             + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
         )
         chain = [*steps]
         if not ready:
             chain.extend(run.failure_tail(hr_ref))
-        kind = _check_kind(need)
         what = need.removeprefix("the ").removesuffix(" served").removesuffix(" present")
+        path = ""
+        if kind in ("field", "load-balancer"):
+            what, _, path = what.removesuffix(" set").partition(" with ")
         if kind == "api":
             gv, _, api_kind = what.removesuffix(" API").rpartition("/")
             what = f"{api_kind} ({gv})"
-        out[(owner, need)] = Candidate(
+        out[key] = Candidate(
             "HS116",
             hr_ref,
             owner,
             Severity.error if not ready else Severity.warning,
             msg,
             chain,
-            [Fix(_FIXES[kind].format(what=what))],
+            [Fix(_FIXES[kind].format(what=what, path=path))],
             run.variant,
         )
     return list(out.values())
