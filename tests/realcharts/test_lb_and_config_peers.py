@@ -150,3 +150,18 @@ def test_a_config_file_without_the_key_is_said_not_read() -> None:
         "cannot tell what ${file(--config.file).ingest.kafka.address} means from the files its ConfigMap "
         "volumes mount (a file elsewhere, or a key it lacks, is not read): not needed"
     ) in notes
+
+
+SCRIPT_FILE = ("ci/script-configmap-values.yaml",)
+
+
+@pytest.mark.parametrize(("profile", "outcome"), [("kind", "Stalled"), ("eks-gp3", "Ready")])
+def test_the_same_wait_run_from_a_mounted_configmap_script_is_read_from_the_file(profile: str, outcome: str) -> None:
+    # bitnami/mongodb runs /scripts/auto-discovery.sh from its scripts ConfigMap: the catalog
+    # matched only the path before, and the init container was assumed to exit 0 after 5 s
+    result = simulate_chart("lb-auto-discovery", profile, values=SCRIPT_FILE)
+    (release,) = result.releases
+    assert release.outcome == outcome, release.message
+    notes = behaviour_notes(result, "auto-discovery")
+    assert any(n.startswith("behaviour from catalog entry bitnami-mongodb-auto-discovery ") for n in notes), notes
+    assert "runs 5 s then exits 0 (assumption for init containers)" not in notes

@@ -483,3 +483,29 @@ def test_a_file_template_never_fails_on_what_the_file_holds(text: str, arg: str)
     pod, ctx = _config_pod({"app.yaml": text}, {"mountPath": "/conf"}, arg)
     model = model_pod(pod, ctx).container("app")
     assert all(n.kind in ("service", "fqdn", "dns", "cidr") for n in model.needs)
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        {"command": ["/scripts/wait.sh"]},
+        {"command": ["bash", "/scripts/wait.sh"]},
+        {"command": ["/bin/sh", "-ec", "/scripts/wait.sh"]},
+    ],
+)
+def test_a_script_run_from_a_configmap_file_is_read_for_what_it_waits_for(container: dict[str, Any]) -> None:
+    # bitnami charts run their scripts from ConfigMap keys mounted with subPath
+    # (bitnami/mongodb templates/_helpers.tpl: command /scripts/auto-discovery.sh)
+    pod = _pod([{"name": "c", "image": "busybox", **container, "volumeMounts": [{"name": "s", "mountPath": "/scripts/wait.sh", "subPath": "wait.sh"}]}])
+    pod["spec"]["initContainers"] = pod["spec"].pop("containers")
+    pod["spec"]["containers"] = [{"name": "app", "image": "busybox"}]
+    pod["spec"]["volumes"] = [{"name": "s", "configMap": {"name": "scripts", "defaultMode": 493}}]
+    script = "#!/bin/sh\nuntil nc -z db 5432; do sleep 2; done\n"
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "cert-manager"}, "spec": {"ports": [{"port": 5432}]}}
+    ctx = BehaviourContext(config_maps={("cert-manager", "scripts"): {"wait.sh": script}}, services=[svc])
+    model = model_pod(pod, ctx).container("c")
+    assert model.wait is not None and str(model.wait.target) == "svc/cert-manager/db:5432"
+    # without the ConfigMap the path is all that is known: the init-container assumption
+    bare = model_pod(pod, BehaviourContext(services=[svc])).container("c")
+    assert bare.wait is None
+    assert "runs 5 s then exits 0 (assumption for init containers)" in bare.notes

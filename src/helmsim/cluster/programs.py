@@ -115,10 +115,32 @@ def container_view(
         name=str(c.get("name", "")),
         image=str(c.get("image") or ""),
         argv=argv,
-        script=script_of(expanded),
+        script=_mounted_script(argv, script_of(expanded), files) or script_of(expanded),
         env=env,
         files=files,
     )
+
+
+_SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
+
+
+def _mounted_script(argv: Sequence[str], script: str, files: Callable[[str], str | None] | None) -> str | None:
+    """The text of the script the container executes from a mounted file (``/scripts/setup.sh``,
+    ``bash /scripts/setup.sh``, ``sh -c /scripts/setup.sh``), when a ConfigMap mount holds it:
+    what the process runs is the file, not its path."""
+    if files is None or not argv:
+        return None
+    words = script.split()
+    if len(words) == 1 and words[0].startswith("/") and words[0] != " ".join(argv):
+        return files(words[0])  # sh -c /scripts/setup.sh
+    rest = list(argv)
+    if rest[0].rsplit("/", 1)[-1] in _SHELLS:
+        rest.pop(0)
+        while rest and rest[0].startswith("-"):
+            if not rest[0].startswith("--") and "c" in rest[0]:
+                return None  # sh -c 'TEXT' (handled above when TEXT is a path)
+            rest.pop(0)
+    return files(rest[0]) if rest and rest[0].startswith("/") else None
 
 
 def flag_value(argv: Sequence[str], flag: str) -> str | None:
