@@ -94,6 +94,34 @@ def test_a_replica_whose_primary_is_never_reachable_times_out() -> None:
     )
 
 
+POSTGRESQL = ("ci/postgresql-values.yaml",)
+
+
+def test_a_postgresql_replica_waits_for_its_primary_and_gets_ready() -> None:
+    # before the bitnami-postgresql entry the read replica "connected at start and exited when it
+    # could not": connection refused while the primary started, CrashLoopBackOff, and kstatus's
+    # fail-fast stalled the release at 15 s (bitnami/postgresql architecture=replication)
+    result = simulate_chart("db-replication", values=POSTGRESQL)
+    (release,) = result.releases
+    assert release.outcome == "Ready", release.message
+    waiting = _events(result, "program-waiting", "postgresql")
+    assert waiting and waiting[0].message.endswith(":5432: connect: connection refused")
+    assert not _events(result, "need-failed", "postgresql")
+    assert set(restarts(result).values()) == {0}
+
+
+def test_a_postgresql_replica_gives_up_on_an_unreachable_primary_after_its_init_timeout() -> None:
+    # unlike MySQL's replica, PostgreSQL's exits after POSTGRESQL_INIT_MAX_TIMEOUT (60 s)
+    result = simulate_chart("db-replication", values=(*POSTGRESQL, *UNREACHABLE))
+    (release,) = result.releases
+    assert release.outcome == "Stalled", release.message
+    (first, *_) = _events(result, "need-failed", "postgresql")
+    started = next(e for e in result.trace if e.obj == first.obj and e.what == "event" and e.message == "Started container postgresql")
+    assert first.time - started.time == pytest.approx(60.0)
+    logs = [e.data["line"] for e in _events(result, "container-log", "postgresql")]
+    assert "postgresql ERROR ==> PostgreSQL master is not ready after 60 seconds" in logs
+
+
 def test_a_database_image_the_catalog_does_not_know_still_crash_loops() -> None:
     # the entries describe Bitnami's scripts only: another image keeps the inference (connects at
     # start, exits when it cannot), with the note that its behaviour was assumed
