@@ -200,8 +200,9 @@ class ServiceController(Controller):
                     f"{ref_of(new)}: allocated {', '.join(allocated)}",
                     cause=cause,
                 )
-        if stype == "LoadBalancer" and ref_of(new) not in self._reported_lb:
-            self._reported_lb.add(ref_of(new))
+        lb_key = f"{ref_of(new)}@{(new.get('metadata') or {}).get('uid')}"  # a re-created Service is new
+        if stype == "LoadBalancer" and lb_key not in self._reported_lb:
+            self._reported_lb.add(lb_key)
             provider = getattr(self.sim.profile, "load_balancer", "none")
             if provider == "none":
                 self.sim.log(
