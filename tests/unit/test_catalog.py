@@ -509,3 +509,30 @@ def test_a_script_run_from_a_configmap_file_is_read_for_what_it_waits_for(contai
     bare = model_pod(pod, BehaviourContext(services=[svc])).container("c")
     assert bare.wait is None
     assert "runs 5 s then exits 0 (assumption for init containers)" in bare.notes
+
+
+def _own_service_pod(env: list[dict[str, Any]]) -> tuple[dict[str, Any], BehaviourContext]:
+    pod = _pod([{"name": "app", "image": "example.com/app:1", "env": env}], owner="ReplicaSet", policy="Always")
+    pod["metadata"]["labels"] = {"app": "web"}
+    own = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "cert-manager"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}
+    other = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "cert-manager"}, "spec": {"selector": {"app": "db"}, "ports": [{"port": 5432}]}}
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "web", "namespace": "cert-manager"},
+        "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "policyTypes": ["Egress"], "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "web"}}}], "ports": [{"port": 8080}]}]},
+    }
+    return pod, BehaviourContext(services=[own, other], policies=[policy])
+
+
+def test_a_service_fronting_the_pod_itself_is_no_need_from_its_environment_or_policies() -> None:
+    # a URL of its own Service is the program's own address (ROOT_URL, peers' discovery), and a
+    # policy letting replicas talk to each other says nothing of what it dials at start
+    pod, ctx = _own_service_pod([{"name": "ROOT_URL", "value": "http://web:80"}, {"name": "DB_URL", "value": "postgres://db:5432/app"}])
+    model = model_pod(pod, ctx).container("app")
+    assert model.needs == (Need("dns"), Need("service", "cert-manager/db", 5432))
+    assert (
+        "environment variable ROOT_URL names svc/cert-manager/web:80, which fronts this pod itself: not a need "
+        "(a program does not dial itself at start, and its replicas find each other by their pods' names)"
+    ) in model.notes
+    assert any(n.startswith("NetworkPolicy cert-manager/web allows ") and "which fronts this pod itself: not a need" in n for n in model.notes)

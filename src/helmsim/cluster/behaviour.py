@@ -660,9 +660,34 @@ def _policy_needs(pod: Mapping[str, Any], ctx: BehaviourContext) -> tuple[list[N
         else:
             found = _cnp_grants(doc, namespace, ctx)
         for need, why in found:
+            if _fronts_pod(need, pod, ctx):
+                notes.append(f"{ref} allows {why}, which fronts this pod itself: {_SELF_NOTE}")
+                continue
             needs.append(need)
             notes.append(f"needs {need}: {ref} allows {why}")
     return needs, notes
+
+
+_SELF_NOTE = (
+    "not a need (a program does not dial itself at start, and its replicas find each other "
+    "by their pods' names)"
+)
+
+
+def _fronts_pod(need: Need, pod: Mapping[str, Any], ctx: BehaviourContext) -> bool:
+    """Whether ``need`` is a Service whose selector selects ``pod`` itself (its own Service:
+    a headless Service of its StatefulSet, the Service in front of its Deployment)."""
+    if need.kind != "service":
+        return False
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    ns, _, name = need.host.partition("/")
+    if ns != namespace:
+        return False
+    svc = ctx.services_by_name(namespace).get((ns, name))
+    selector = ((svc or {}).get("spec") or {}).get("selector") or {}
+    labels = meta.get("labels") or {}
+    return bool(selector) and all(str(labels.get(k)) == str(v) for k, v in selector.items())
 
 
 def _selecting_policies(pod: Mapping[str, Any], ctx: BehaviourContext) -> list[Mapping[str, Any]]:
@@ -1330,7 +1355,16 @@ def _container(
                 program.ignore_env if program is not None else frozenset(),
                 program.entry if program is not None else "",
             )
-            needs.extend(peers)
+            for peer in peers:
+                if _fronts_pod(peer, pod, ctx):
+                    said = f"needs {peer}: "
+                    why = next((n for n in peer_notes if n.startswith(said)), said)
+                    peer_notes[peer_notes.index(why)] = (
+                        why.removeprefix(said).split(" (assumed", 1)[0].replace(" names it", f" names {peer}")
+                        + f", which fronts this pod itself: {_SELF_NOTE}"
+                    )
+                else:
+                    needs.append(peer)
             notes.extend(peer_notes)
     if program is not None:
         notes[:0] = program.notes

@@ -389,7 +389,7 @@ class NetworkState:
         base = self._view
         if source is None or any(p.key == source.key for p in base.pods):
             return base
-        return replace(base, pods=(*base.pods, source))
+        return replace(base, pods=(*base.pods, source), not_ready=frozenset({source.key}))
 
     def net_pod(self, pod: Mapping[str, Any]) -> Pod:
         return net_pod(pod)

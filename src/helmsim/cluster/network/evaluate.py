@@ -143,7 +143,7 @@ def _service_plan(
     sel = labels_selector(svc.selector)
     endpoint_legs: list[_Leg] = []
     for pod in cluster.pods:
-        if pod.namespace != svc.namespace or not sel.matches(pod.labels):
+        if pod.namespace != svc.namespace or pod.key in cluster.not_ready or not sel.matches(pod.labels):
             continue
         tp = (
             target_port

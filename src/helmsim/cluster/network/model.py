@@ -144,6 +144,10 @@ class ClusterView:
     cluster_domain: str = "cluster.local"
     label_filter: LabelFilter = DEFAULT_FILTER
     apiserver_unlabelled: frozenset[str] = frozenset()
+    not_ready: frozenset[str] = frozenset()
+    """Keys of pods in ``pods`` only so that policies select them (a connection's source that is
+    not Ready): no Service has them as endpoints (kubernetes pkg/controller/endpointslice
+    reconciler.go: only Ready addresses serve, without publishNotReadyAddresses)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(
