@@ -81,6 +81,9 @@ class Driver:
     """Refuses to provision without a selected node (local volumes)."""
     single_node_modes: bool = False
     """Supports only ReadWriteOnce and ReadWriteOncePod."""
+    multi_writer_block_only: bool = False
+    """A CSI driver whose CreateVolume accepts single-node writers, and several nodes' writers
+    only on a raw block volume: ReadWriteMany on a filesystem and ReadOnlyMany are refused."""
     whole_gib: bool = False
     """Rounds the capacity up to whole GiB."""
     source: Callable[[str, Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
@@ -122,10 +125,13 @@ DRIVERS: dict[str, Driver] = {
     ),
     # kubernetes-sigs/aws-ebs-csi-driver: zonal volumes in whole GiB; the external-provisioner
     # copies the topology the driver reports into nodeAffinity (the zone of the selected node).
+    # pkg/driver/controller.go isValidCapability: SINGLE_NODE_WRITER, and MULTI_NODE_MULTI_WRITER
+    # only for block devices (io2 Multi-Attach); validateCreateVolumeRequest refuses the rest.
     "ebs.csi.aws.com": Driver(
         pod="ebs-csi-controller-5d8c9b7f6d-q2m7x",
         topology_key=ZONE,
         whole_gib=True,
+        multi_writer_block_only=True,
         source=_ebs_source,
     ),
 }
@@ -232,6 +238,14 @@ class ExternalProvisioner(Controller):
                 return (
                     "NodePath only supports ReadWriteOnce and ReadWriteOncePod (1.22+) access modes"
                 )
+        if self.driver.multi_writer_block_only:
+            spec = claim.get("spec") or {}
+            modes = spec.get("accessModes") or ()
+            block = spec.get("volumeMode") == "Block"
+            # external-provisioner maps ReadWriteOnce(Pod) to SINGLE_NODE_WRITER, ReadWriteMany to
+            # MULTI_NODE_MULTI_WRITER and ReadOnlyMany to MULTI_NODE_READER_ONLY
+            if "ReadOnlyMany" in modes or ("ReadWriteMany" in modes and not block):
+                return f"{INVALID_ARGUMENT} desc = Volume capabilities not supported"
         if self.driver.needs_node and not annotations_of(claim).get(ANN_SELECTED_NODE):
             return "configuration error, no node was specified"
         return ""

@@ -7,6 +7,12 @@ HS102 unconsumed-wffc-claim
     created before binding"); kstatus reads an unbound claim as InProgress
     (kubernetes-sigs/cli-utils pkg/kstatus/status/core.go pvcConditions), so Helm's wait can
     only end in "timeout waiting for: [PersistentVolumeClaim/… status: 'InProgress']".
+HS117 claim-never-provisioned
+    A PersistentVolumeClaim of the release whose volume is never provisioned: its StorageClass
+    does not exist, no volume plugin serves it, or the driver refuses the claim (the EBS CSI
+    driver refuses ReadWriteMany on a filesystem: aws-ebs-csi-driver pkg/driver/controller.go
+    isValidCapability). The claim stays Pending, its consumers are never scheduled, and Helm's
+    wait times out.
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ def _claim_class(run: ProfileRun, res: Resource) -> str | None:
 
 
 def consumers(run: ProfileRun, namespace: str | None, claim: str) -> list[str]:
-    """Objects of any simulated release whose pods mount ``claim``."""
+    """Objects of any simulated release whose pods mount ``claim`` while Helm waits: not a
+    CronJob (its first pod comes at its schedule) and not a hook (post-install hooks run after
+    the wait, pre-install ones before the claim exists: helm pkg/action/install.go)."""
     out: list[str] = []
     for chart in run.charts.values():
         for res in chart.resources:
-            if res.namespace != namespace:
+            if res.namespace != namespace or res.kind == "CronJob" or res.is_hook:
                 continue
             spec = pod_spec(res.body)
             vols = (spec or {}).get("volumes") or []
@@ -101,5 +109,70 @@ def unconsumed_wffc_claim(run: ProfileRun) -> list[Candidate]:
             )
             out.append(
                 Candidate("HS102", hr_ref, res.ref, severity, msg, chain, [fix], run.variant)
+            )
+    return out
+
+
+# helmsim.cluster.controllers.provisioner: what a driver's refusal says
+_MODES_REFUSED = "Volume capabilities not supported"
+
+
+def _claim_fix(res: Resource, reason: str, cls_name: str | None, run: ProfileRun) -> str:
+    modes = list(((res.body.get("spec") or {}).get("accessModes")) or ())
+    if "not found" in reason and cls_name:
+        have = ", ".join(sc.name for sc in run.profile.storage_classes) or "none"
+        return f"create StorageClass {cls_name}, or set {res.ref}'s storageClassName to one the cluster has (here: {have})"
+    if _MODES_REFUSED in reason:
+        return (
+            f"ask for an access mode the driver serves (ReadWriteOnce; {', '.join(modes)} is refused), or use a class "
+            "whose driver serves it (ReadWriteMany: a file system such as efs.csi.aws.com, an NFS provisioner)"
+        )
+    return f"make {res.ref} provisionable by its class's driver ({reason})"
+
+
+@rule(
+    "HS117",
+    "claim-never-provisioned",
+    "A claim of the release is never provisioned (no such class, or the driver refuses it)",
+)
+def claim_never_provisioned(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    for hr_ref, chart in run.charts.items():
+        for res in chart.manifest:
+            if res.kind != "PersistentVolumeClaim":
+                continue
+            failed = [
+                e
+                for e in run.events(what="event", obj=res.ref)
+                if e.data.get("reason") == "ProvisioningFailed"
+            ]
+            if not failed:
+                continue
+            if any(e.data.get("reason") == "ProvisioningSucceeded" for e in run.events(what="event", obj=res.ref)):
+                continue  # a later attempt made it
+            ready = run.ready(hr_ref)
+            o = run.outcome(hr_ref)
+            reason = failed[0].message.removeprefix("Volume provisioning failed with infeasible error. Retries will be delayed. ")
+            cls_name = _claim_class(run, res)
+            users = consumers(run, res.namespace, res.name)
+            chain: list[Step] = []
+            created = run.created_by_helm(res.ref)
+            if created is not None:
+                chain.append(step(created, "created by Helm as a release resource"))
+            chain.append(step(failed[0], f"ProvisioningFailed: {failed[0].message}"))
+            if not ready:
+                chain.extend(run.failure_tail(hr_ref))
+            msg = (
+                f"{res.ref} is never provisioned: {reason}"
+                + (f" (StorageClass {cls_name})" if cls_name and "not found" not in reason else "")
+                + "; it stays Pending"
+                + (f", so {', '.join(users)} never start{'s' if len(users) == 1 else ''}" if users else "")
+                + (f"; the release ends {o.outcome} ({o.attempts} attempt(s))" if not ready else "")
+            )
+            fix = Fix(_claim_fix(res, reason, cls_name, run))
+            out.append(
+                Candidate(
+                    "HS117", hr_ref, res.ref, Severity.error if not ready else Severity.warning, msg, chain, [fix], run.variant
+                )
             )
     return out
