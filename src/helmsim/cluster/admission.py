@@ -68,7 +68,9 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         out.setdefault("status", {}).setdefault("phase", "Pending")
     elif kind == CRD and api_version.startswith("apiextensions.k8s.io/"):
         _validate_crd(out)
-    elif kind == "Pod" and api_version == "v1":
+    if kind in _POD_SPEC_PATHS:
+        _validate_volume_mounts(out, kind, api_version)
+    if kind == "Pod" and api_version == "v1":
         admit_pod(sim, out)
     # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks)
     call_webhooks(sim, out)
@@ -154,6 +156,49 @@ def _default_claim(sim: Simulation, claim: dict[str, Any]) -> None:
     # pkg/apis/core/v1/defaults.go SetDefaults_PersistentVolumeClaim
     spec.setdefault("volumeMode", "Filesystem")
     claim.setdefault("status", {}).setdefault("phase", "Pending")
+
+
+# Where each workload kind holds its pod spec (k8s.io/api: PodTemplateSpec fields).
+_POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def _validate_volume_mounts(obj: Mapping[str, Any], kind: str, api_version: str) -> None:
+    """pkg/apis/core/validation/validation.go ValidateVolumeMounts: every container's (init
+    and ephemeral containers' too) volumeMounts[].name must be one of the pod's volumes
+    (``field.NotFound``); the errors are aggregated into one Invalid StatusError."""
+    spec: Any = obj
+    for part in _POD_SPEC_PATHS[kind]:
+        spec = spec.get(part) if isinstance(spec, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return
+    prefix = ".".join(_POD_SPEC_PATHS[kind])
+    volumes = {str(v.get("name")) for v in spec.get("volumes") or () if isinstance(v, Mapping)}
+    errors: list[str] = []
+    for field_name in ("initContainers", "containers", "ephemeralContainers"):
+        for i, c in enumerate(spec.get(field_name) or ()):
+            if not isinstance(c, Mapping):
+                continue
+            for j, mount in enumerate(c.get("volumeMounts") or ()):
+                name = mount.get("name") if isinstance(mount, Mapping) else None
+                if isinstance(name, str) and name and name not in volumes:
+                    errors.append(f'{prefix}.{field_name}[{i}].volumeMounts[{j}].name: Not found: "{name}"')
+    if errors:
+        group = api_version.split("/", 1)[0] if "/" in api_version else ""
+        resource = f"{kind}.{group}" if group else kind
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        # k8s.io/apimachinery pkg/api/errors NewInvalid: one error as is, several as [a, b]
+        detail = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+        raise ApiError("Invalid", f'{resource} "{name}" is invalid: {detail}')
 
 
 def _validate_crd(crd: dict[str, Any]) -> None:

@@ -367,9 +367,10 @@ def _create_group(
 
 
 def _admission_refusal(obj: Mapping[str, Any], err: ApiError, server_side: bool) -> str:
-    """An API error as Helm reports it: an admission webhook's refusal of a server-side apply
-    is wrapped (helm/helm pkg/kube/client.go patchResourceServerSide); other errors as they are."""
-    if server_side and err.reason == "InternalError":
+    """An API error as Helm reports it: an admission webhook's refusal or a validation error of a
+    server-side apply is wrapped (helm/helm pkg/kube/client.go patchResourceServerSide); other
+    errors as they are."""
+    if server_side and err.reason in ("InternalError", "Invalid"):
         return fieldcheck.helm_apply_error(obj, err.message)
     return err.message
 
