@@ -536,3 +536,34 @@ def test_a_service_fronting_the_pod_itself_is_no_need_from_its_environment_or_po
         "(a program does not dial itself at start, and its replicas find each other by their pods' names)"
     ) in model.notes
     assert any(n.startswith("NetworkPolicy cert-manager/web allows ") and "which fronts this pod itself: not a need" in n for n in model.notes)
+
+
+@pytest.mark.parametrize(
+    ("rules", "need", "note"),
+    [
+        ([{"apiGroups": ["policy"], "resources": ["podsecuritypolicies"], "verbs": ["use"], "resourceNames": ["x"]}], False, "which grants only use of a PodSecurityPolicy (checked by admission): not a need"),
+        (
+            [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}, {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}],
+            False,
+            "which grants only delegated authentication of incoming requests (TokenReviews) and delegated authorisation of incoming requests (SubjectAccessReviews): not a need",
+        ),
+        ([{"apiGroups": ["policy"], "resources": ["podsecuritypolicies"], "verbs": ["use"]}, {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get"]}], True, "talks to the API server: ServiceAccount app is bound to ClusterRole app by ClusterRoleBinding app"),
+    ],
+)
+def test_a_role_authorising_no_call_at_start_makes_no_api_server_need(rules: list[dict[str, Any]], need: bool, note: str) -> None:
+    # prometheus-community charts bind a PSP "use" role (redis-exporter rbac.pspEnabled) or a
+    # TokenReview/SubjectAccessReview role for their kube-rbac-proxy (prom-label-proxy): the
+    # exporter itself never calls the API server, and under cilium-always it was "denied"
+    pod = _pod([{"name": "exporter", "image": "example.com/exporter:1"}], owner="ReplicaSet", policy="Always")
+    pod["spec"]["serviceAccountName"] = "app"
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "app"}, "rules": rules}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "app"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "app"},
+        "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": "cert-manager"}],
+    }
+    model = model_pod(pod, BehaviourContext(roles=[role], bindings=[binding])).container("exporter")
+    assert (Need("kube-apiserver") in model.needs) is need
+    assert any(note in n for n in model.notes), model.notes

@@ -600,6 +600,9 @@ def _rbac_binding(pod: Mapping[str, Any], ctx: BehaviourContext) -> tuple[str, b
             if _grants_nothing(role, bns, ctx):
                 continue
             bound = f"ServiceAccount {sa} is bound to {role.get('kind', 'Role')} {role.get('name', '?')} by {kind} {bmeta.get('name', '?')}"
+            only = _grants_no_call_at_start(role, bns, ctx)
+            if only:
+                return f"{bound}, which grants only {only}: not a need", False
             if not token:
                 return f"{bound}, but the pod mounts no token of it (automountServiceAccountToken: false): not a need", False
             return f"talks to the API server: {bound}", True
@@ -625,10 +628,8 @@ def _has_token(spec: Mapping[str, Any], sa: str, namespace: str, ctx: BehaviourC
     return True
 
 
-def _grants_nothing(ref: Mapping[str, Any], binding_ns: str, ctx: BehaviourContext) -> bool:
-    """Whether the bound role is known and has no rules (nor an aggregationRule): binding an
-    account to it authorises nothing, so it says nothing about API calls (kubernetes
-    pkg/apis/rbac/types.go: a ClusterRole's rules may be aggregated from others)."""
+def _bound_role(ref: Mapping[str, Any], binding_ns: str, ctx: BehaviourContext) -> Mapping[str, Any] | None:
+    """The Role or ClusterRole a binding's roleRef names, when the simulation knows it."""
     kind, name = str(ref.get("kind") or "ClusterRole"), str(ref.get("name") or "")
     for role in ctx.roles:
         meta = role.get("metadata") or {}
@@ -636,8 +637,51 @@ def _grants_nothing(ref: Mapping[str, Any], binding_ns: str, ctx: BehaviourConte
             continue
         if kind == "Role" and str(meta.get("namespace") or "") != binding_ns:
             continue
-        return not role.get("rules") and not role.get("aggregationRule")
-    return False
+        return role
+    return None
+
+
+def _grants_nothing(ref: Mapping[str, Any], binding_ns: str, ctx: BehaviourContext) -> bool:
+    """Whether the bound role is known and has no rules (nor an aggregationRule): binding an
+    account to it authorises nothing, so it says nothing about API calls (kubernetes
+    pkg/apis/rbac/types.go: a ClusterRole's rules may be aggregated from others)."""
+    role = _bound_role(ref, binding_ns, ctx)
+    return role is not None and not role.get("rules") and not role.get("aggregationRule")
+
+
+# Rules that authorise no call a program makes at start: ``use`` of a PodSecurityPolicy or an
+# OpenShift SecurityContextConstraints is checked by admission when its pods are created
+# (kubernetes plugin/pkg/admission/security/podsecuritypolicy: authorizer "use"); creating
+# TokenReviews and SubjectAccessReviews is delegated authentication and authorisation of each
+# incoming request (k8s.io/apiserver pkg/authentication/authenticatorfactory/delegating.go,
+# pkg/authorization/authorizerfactory/delegating.go: kube-rbac-proxy, metrics endpoints).
+_NO_START_CALL = {
+    ("policy", "podsecuritypolicies", "use"): "use of a PodSecurityPolicy (checked by admission)",
+    ("extensions", "podsecuritypolicies", "use"): "use of a PodSecurityPolicy (checked by admission)",
+    ("security.openshift.io", "securitycontextconstraints", "use"): "use of a SecurityContextConstraints (checked by admission)",
+    ("authentication.k8s.io", "tokenreviews", "create"): "delegated authentication of incoming requests (TokenReviews)",
+    ("authorization.k8s.io", "subjectaccessreviews", "create"): "delegated authorisation of incoming requests (SubjectAccessReviews)",
+}
+
+
+def _grants_no_call_at_start(ref: Mapping[str, Any], binding_ns: str, ctx: BehaviourContext) -> str:
+    """What the bound role grants, when every rule is in :data:`_NO_START_CALL` (else "")."""
+    role = _bound_role(ref, binding_ns, ctx)
+    if role is None or role.get("aggregationRule") or not role.get("rules"):
+        return ""
+    said: list[str] = []
+    for rule in role.get("rules") or ():
+        if not isinstance(rule, Mapping) or rule.get("nonResourceURLs"):
+            return ""
+        for group in rule.get("apiGroups") or ("",):
+            for resource in rule.get("resources") or ("",):
+                for verb in rule.get("verbs") or ("",):
+                    what = _NO_START_CALL.get((str(group), str(resource), str(verb)))
+                    if what is None:
+                        return ""
+                    if what not in said:
+                        said.append(what)
+    return " and ".join(said)
 
 
 # --- what the policies selecting the pod grant ------------------------------------------------------
