@@ -165,3 +165,16 @@ def test_the_same_wait_run_from_a_mounted_configmap_script_is_read_from_the_file
     notes = behaviour_notes(result, "auto-discovery")
     assert any(n.startswith("behaviour from catalog entry bitnami-mongodb-auto-discovery ") for n in notes), notes
     assert "runs 5 s then exits 0 (assumption for init containers)" not in notes
+
+
+def test_a_broker_outside_the_cluster_is_said_to_be_assumed_to_answer() -> None:
+    # the simulation cannot reach an external name: the connection is allowed (no policy denies
+    # it) and the report says once that it was taken to resolve and answer
+    result = simulate_chart("config-file-peer", "kind", sets=("kafkaAddress=broker.example.com:9092",))
+    (release,) = result.releases
+    assert release.outcome == "Ready", release.message
+    assumed = [e.message for e in result.trace if e.what == "behaviour-assumed" and "outside the cluster" in e.message]
+    assert assumed == [
+        "broker.example.com:9092 is outside the cluster: assumed to resolve and to answer (container block-builder of "
+        "default/config-file-peer-block-builder-0 connects to it; were it missing or down, it would fail)"
+    ]

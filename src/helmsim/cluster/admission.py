@@ -165,7 +165,8 @@ _POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "ReplicationController": ("spec", "template", "spec"),
     "ReplicaSet": ("spec", "template", "spec"),
     "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
+    # not StatefulSet: apps validation ValidatePodTemplateSpecForStatefulSet leaves its pod spec
+    # unchecked (mounts may name volumeClaimTemplates); its pods are checked when created
     "DaemonSet": ("spec", "template", "spec"),
     "Job": ("spec", "template", "spec"),
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),

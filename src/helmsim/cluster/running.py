@@ -223,6 +223,8 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
                 failure = (str(target), res.error, res.event, True, False)
                 break
             last = res.event
+            if target.kind in ("fqdn", "cidr"):
+                _assume_outside(rt, str(target), name, last)
         if failure is None:
             for check in model.checks:
                 found = evaluate_check(sim, check, rt.key[0])
@@ -454,6 +456,17 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
         if model.run_seconds is None:
             text += " (it runs until stopped)"
         rt.log("behaviour-assumed", text, cause, container=model.name, image=model.image)
+
+
+def _assume_outside(rt: PodRuntime, target: str, container: str, cause: int | None) -> None:
+    """Say once that a peer outside the cluster was taken to exist and answer: the simulation
+    cannot reach it, and a name that does not resolve or a server that is down would fail it."""
+    text = (
+        f"{target} is outside the cluster: assumed to resolve and to answer "
+        f"(container {container} of {rt.ref.split('/', 1)[1]} connects to it; were it missing or down, it would fail)"
+    )
+    if not any(e.message.startswith(f"{target} is outside the cluster:") for e in rt.sim.trace.find(what="behaviour-assumed")):
+        rt.log("behaviour-assumed", text, cause, container=container)
 
 
 def assumed_behaviours(trace: Any) -> list[str]:
