@@ -567,3 +567,15 @@ def test_a_role_authorising_no_call_at_start_makes_no_api_server_need(rules: lis
     model = model_pod(pod, BehaviourContext(roles=[role], bindings=[binding])).container("exporter")
     assert (Need("kube-apiserver") in model.needs) is need
     assert any(note in n for n in model.notes), model.notes
+
+
+def test_wordpress_waits_for_its_database_and_gives_up_after_a_minute() -> None:
+    # bitnami/wordpress libwordpress.sh wordpress_wait_for_mysql_connection: retry_while 12 x 5 s
+    env = [{"name": "MARIADB_HOST", "value": "wp-mariadb"}, {"name": "MARIADB_PORT_NUMBER", "value": "3306"}]
+    pod = _pod([{"name": "wordpress", "image": "docker.io/bitnami/wordpress:6.8.2-debian-12-r4", "env": env}], owner="ReplicaSet", policy="Always")
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "wp-mariadb", "namespace": "cert-manager"}, "spec": {"selector": {"app": "db"}, "ports": [{"port": 3306}]}}
+    model = model_pod(pod, BehaviourContext(services=[svc])).container("wordpress")
+    assert model.entry.startswith("bitnami-wordpress ")
+    assert Need("service", "cert-manager/wp-mariadb", 3306) in model.needs
+    assert model.retry is not None and model.retry.interval == 5.0 and model.retry.bound == 60.0 and model.retry.hard
+    assert model.log_failed == "wordpress ERROR ==> Could not connect to the database"
