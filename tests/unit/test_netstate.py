@@ -238,41 +238,31 @@ def test_no_enforcement_allows_everything(profile: str, mode: dict[str, Any]) ->
     assert sim.store.get("Pod", "kagent", "migrate")["status"]["phase"] == "Succeeded"
 
 
-def test_service_without_ready_endpoints_is_refused_at_once() -> None:
+@pytest.mark.parametrize(
+    ("name", "selects", "port"),
+    [
+        ("db", "db", 5432),
+        # the dialling pod is in the evaluator's view so that policies select it, but a Service
+        # serves only Ready pods (pkg/controller/endpointslice): dialling its own Service before
+        # it is Ready is refused, as any other client's would be (it was "connecting to itself")
+        ("self", "migrate", 80),
+    ],
+)
+def test_service_without_ready_endpoints_is_refused_at_once(name: str, selects: str, port: int) -> None:
     sim = _sim(_profile("kind"))
     svc = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": "db", "namespace": "kagent"},
-        "spec": {"clusterIP": "10.96.0.50", "selector": {"app": "db"}, "ports": [{"port": 5432}]},
+        "metadata": {"name": name, "namespace": "kagent"},
+        "spec": {"clusterIP": "10.96.0.50", "selector": {"app": selects}, "ports": [{"port": port}]},
     }
     sim.store.create(svc, actor="helm")
-    sim.store.create(_pod(needs="svc/kagent/db:5432"), actor="helm")
+    sim.store.create(_pod(needs=f"svc/kagent/{name}:{port}"), actor="helm")
     sim.run(until=60)
     refused = sim.trace.find(what="connect-refused")[0]
-    assert refused.message.startswith(
-        "migrate: dial tcp 10.96.0.50:5432: connect: connection refused"
-    )
+    assert refused.message.startswith(f"migrate: dial tcp 10.96.0.50:{port}: connect: connection refused")
+    assert not [e for e in sim.trace.find(what="connected") if e.data.get("target") == f"svc/kagent/{name}:{port}"]
     assert sim.store.get("Pod", "kagent", "migrate")["status"]["phase"] == "Failed"
-
-
-def test_a_pod_that_is_not_ready_is_no_endpoint_of_its_own_service() -> None:
-    # the dialling pod is in the evaluator's view so that policies select it, but a Service
-    # serves only Ready pods (pkg/controller/endpointslice): dialling its own Service before it
-    # is Ready is refused, as any other client's would be (it was "connecting to itself")
-    sim = _sim(_profile("kind"))
-    svc = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": "self", "namespace": "kagent"},
-        "spec": {"clusterIP": "10.96.0.51", "selector": {"app": "migrate"}, "ports": [{"port": 80}]},
-    }
-    sim.store.create(svc, actor="helm")
-    sim.store.create(_pod(needs="svc/kagent/self:80"), actor="helm")
-    sim.run(until=60)
-    refused = sim.trace.find(what="connect-refused")[0]
-    assert refused.message.startswith("migrate: dial tcp 10.96.0.51:80: connect: connection refused")
-    assert not [e for e in sim.trace.find(what="connected") if e.data.get("target") == "svc/kagent/self:80"]
 
 
 def test_connect_is_usable_from_any_process() -> None:
