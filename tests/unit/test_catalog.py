@@ -579,3 +579,13 @@ def test_wordpress_waits_for_its_database_and_gives_up_after_a_minute() -> None:
     assert Need("service", "cert-manager/wp-mariadb", 3306) in model.needs
     assert model.retry is not None and model.retry.interval == 5.0 and model.retry.bound == 60.0 and model.retry.hard
     assert model.log_failed == "wordpress ERROR ==> Could not connect to the database"
+
+
+def test_kafka_exporter_needs_its_broker_before_it_serves() -> None:
+    # prometheus-kafka-exporter's default --kafka.server=kafka-server:9092 names no Service: the
+    # exporter exits at start (it was "assumed to start and succeed" and the release Ready)
+    pod = _pod([{"name": "exporter", "image": "danielqsj/kafka-exporter:v1.9.0", "args": ["--kafka.server=kafka-server:9092", "--web.listen-address=:9308"]}], owner="ReplicaSet", policy="Always")
+    model = model_pod(pod, BehaviourContext()).container("exporter")
+    assert model.entry.startswith("kafka-exporter ")
+    assert model.needs == (Need("dns"), Need("service", "cert-manager/kafka-server", 9092))  # a short name: the pod's namespace
+    assert model.retry is not None and model.retry.attempts == 4 and model.retry.exit_code == 255
