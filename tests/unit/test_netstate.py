@@ -265,6 +265,32 @@ def test_service_without_ready_endpoints_is_refused_at_once(name: str, selects: 
     assert sim.store.get("Pod", "kagent", "migrate")["status"]["phase"] == "Failed"
 
 
+@pytest.mark.parametrize(("pods", "error"), [(0, "dial tcp: lookup db.kagent.svc.cluster.local on 10.96.0.10:53: no such host"), (1, None)])
+def test_a_headless_service_resolves_to_its_ready_pods(pods: int, error: str | None) -> None:
+    # a headless Service has no ClusterIP to dial ("None:5432" before): its name resolves to
+    # its ready endpoints, and to nothing without one
+    sim = _sim(_profile("kind"))
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "db", "namespace": "kagent"},
+        "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]},
+    }
+    sim.store.create(svc, actor="helm")
+    if pods:
+        db = _pod("db", needs="", **{"helmsim.dev/run-seconds": "forever"})
+        db["metadata"]["labels"] = {"app": "db"}
+        sim.store.create(db, actor="helm")
+        sim.run(until=5)
+    sim.store.create(_pod(needs="svc/kagent/db:5432"), actor="helm")
+    sim.run(until=60)
+    if error is None:
+        (ok,) = [e for e in sim.trace.find(what="connected") if e.data.get("target") == "svc/kagent/db:5432"]
+        assert "None:" not in ok.message and ok.data["dial"].endswith(":5432")
+    else:
+        assert any(e.message == f"migrate: {error} (service kagent/db:5432: the headless Service has no ready endpoints, so its name has no records)" for e in sim.trace)
+
+
 def test_connect_is_usable_from_any_process() -> None:
     from helmsim.cluster.netstate import connect
 

@@ -152,6 +152,20 @@ def _service_plan(
         )
         if tp is not None:
             endpoint_legs.append(_Leg(pod_peer(pod, cluster), tp, sp.protocol))
+    if str(svc.cluster_ip) in ("None", ""):
+        # a headless Service's name resolves to its ready pods' IPs (kubernetes dns spec: A
+        # records of the endpoints): the client dials the first of them, not a ClusterIP
+        first = next((leg for leg in endpoint_legs if leg.dst.ip is not None), None)
+        dial = f"{first.dst.ip}:{first.port}" if first is not None else f"{svc.name}.{svc.namespace}.svc:{sp.port}"
+        # without ready endpoints the name has no records: the lookup fails (NXDOMAIN)
+        return _Plan(
+            desc,
+            dial,
+            proto,
+            tuple(endpoint_legs),
+            empty_reason=f"{desc}: the headless Service has no ready endpoints, so its name has no records",
+            empty_cause="not-found",
+        )
     return _Plan(
         desc, dial, proto, tuple(endpoint_legs), empty_reason=f"{desc}: the Service has no endpoints"
     )

@@ -123,11 +123,15 @@ _FIXES = {
 }
 
 
-def _unresolved(need: str) -> str:
+def _unresolved(run: ProfileRun, need: str) -> str:
     """Why the name of a network need does not resolve, in words."""
     if need.startswith("svc/"):
         ns, _, rest = need.removeprefix("svc/").partition("/")
-        return f"no Service {rest.split(':', 1)[0]} in namespace {ns}"
+        name = rest.split(":", 1)[0]
+        sim = run.result.sim
+        if sim is not None and sim.store.get("Service", ns, name) is not None:
+            return f"the headless Service {ns}/{name} has no ready endpoints, so its name has no records"
+        return f"no Service {name} in namespace {ns}"
     return f"no DNS record for {need.rsplit(':', 1)[0]}"
 
 
@@ -172,7 +176,7 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
         entry = str(ev.data.get("entry") or "")
         program = f" (catalog entry {entry.split(' ', 1)[0]})" if entry else ""
         missing = (
-            f"which does not resolve ({_unresolved(need)})" if unresolved else "which the cluster does not have when it runs"
+            f"which does not resolve ({_unresolved(run, need)})" if unresolved else "which the cluster does not have when it runs"
         )
         msg = (
             f"{owner}'s container {ev.data.get('container')}{program} needs {need}, {missing}{clause}"
