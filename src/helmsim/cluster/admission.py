@@ -194,12 +194,10 @@ def _validate_volume_mounts(obj: Mapping[str, Any], kind: str, api_version: str)
                 if isinstance(name, str) and name and name not in volumes:
                     errors.append(f'{prefix}.{field_name}[{i}].volumeMounts[{j}].name: Not found: "{name}"')
     if errors:
-        group = api_version.split("/", 1)[0] if "/" in api_version else ""
-        resource = f"{kind}.{group}" if group else kind
+        from helmsim.kube.fieldcheck import invalid_message
+
         name = str((obj.get("metadata") or {}).get("name", ""))
-        # k8s.io/apimachinery pkg/api/errors NewInvalid: one error as is, several as [a, b]
-        detail = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-        raise ApiError("Invalid", f'{resource} "{name}" is invalid: {detail}')
+        raise ApiError("Invalid", invalid_message(api_version, kind, name, errors))
 
 
 def _validate_crd(crd: dict[str, Any]) -> None:

@@ -1079,6 +1079,10 @@ def _apply_overrides(
 # --- init containers: wait loops ------------------------------------------------------------------
 
 
+SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
+"""The shells whose ``-c`` argument is the script a container runs."""
+
+
 def script_of(container: Mapping[str, Any]) -> str:
     """The shell text a container runs: the ``-c`` script of a shell, else command + args."""
     argv = [str(a) for a in [*(container.get("command") or ()), *(container.get("args") or ())]]
@@ -1086,7 +1090,7 @@ def script_of(container: Mapping[str, Any]) -> str:
         is_c = arg == "-c" or (
             arg.startswith("-") and arg.endswith("c") and not arg.startswith("--")
         )
-        if is_c and i > 0 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash", "dash", "zsh"):
+        if is_c and i > 0 and argv[0].rsplit("/", 1)[-1] in SHELLS:
             return argv[i + 1]
     return " ".join(shlex.quote(a) if " " in a else a for a in argv)
 
@@ -1293,12 +1297,13 @@ def env_peers(
     ctx: BehaviourContext,
     ignore: frozenset[str] = frozenset(),
     entry: str = "",
+    fronts: Callable[[Need], bool] | None = None,
 ) -> tuple[list[Need], list[str]]:
     """Services of the cluster or the release that the container's environment names: a URL
     (``postgres://app@db:5432/app``), ``host:port``, or ``X_HOST`` with ``X_PORT``. Only names
     that are Services the simulation knows count (an external name may not be dialled at start).
     Variables in ``ignore`` (a catalog entry's ``ignoreEnv``: read, not dialled at start) are
-    noted and give no need."""
+    noted and give no need, and so do Services ``fronts`` says front the pod itself."""
     known = ctx.services_by_name(namespace)
     found: list[tuple[str, str, int]] = []
     for key, value in sorted(env.items()):
@@ -1338,6 +1343,9 @@ def env_peers(
                 f"environment variable {key} names {need}, which catalog entry {entry} does not "
                 "dial at start: not a need"
             )
+            continue
+        if fronts is not None and fronts(need):
+            notes.append(f"environment variable {key} names {need}, which fronts this pod itself: {_SELF_NOTE}")
             continue
         if need in needs:
             continue
@@ -1398,17 +1406,9 @@ def _container(
                 ctx,
                 program.ignore_env if program is not None else frozenset(),
                 program.entry if program is not None else "",
+                fronts=lambda need: _fronts_pod(need, pod, ctx),
             )
-            for peer in peers:
-                if _fronts_pod(peer, pod, ctx):
-                    said = f"needs {peer}: "
-                    why = next((n for n in peer_notes if n.startswith(said)), said)
-                    peer_notes[peer_notes.index(why)] = (
-                        why.removeprefix(said).split(" (assumed", 1)[0].replace(" names it", f" names {peer}")
-                        + f", which fronts this pod itself: {_SELF_NOTE}"
-                    )
-                else:
-                    needs.append(peer)
+            needs.extend(peers)
             notes.extend(peer_notes)
     if program is not None:
         notes[:0] = program.notes

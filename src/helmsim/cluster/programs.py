@@ -20,6 +20,7 @@ from typing import Any
 
 from helmsim.cluster.behaviour import (
     DEFAULT_CONNECT_TIMEOUT,
+    SHELLS,
     Check,
     Need,
     Retry,
@@ -111,17 +112,15 @@ def container_view(
         expanded["command"] = [_expand(str(a), env) for a in c.get("command") or ()]
     if c.get("args") is not None:
         expanded["args"] = [_expand(str(a), env) for a in c.get("args") or ()]
+    script = script_of(expanded)
     return ContainerView(
         name=str(c.get("name", "")),
         image=str(c.get("image") or ""),
         argv=argv,
-        script=_mounted_script(argv, script_of(expanded), files) or script_of(expanded),
+        script=_mounted_script(argv, script, files) or script,
         env=env,
         files=files,
     )
-
-
-_SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
 
 
 def _mounted_script(argv: Sequence[str], script: str, files: Callable[[str], str | None] | None) -> str | None:
@@ -134,7 +133,7 @@ def _mounted_script(argv: Sequence[str], script: str, files: Callable[[str], str
     if len(words) == 1 and words[0].startswith("/") and words[0] != " ".join(argv):
         return files(words[0])  # sh -c /scripts/setup.sh
     rest = list(argv)
-    if rest[0].rsplit("/", 1)[-1] in _SHELLS:
+    if rest[0].rsplit("/", 1)[-1] in SHELLS:
         rest.pop(0)
         while rest and rest[0].startswith("-"):
             if not rest[0].startswith("--") and "c" in rest[0]:

@@ -89,11 +89,15 @@ def apply_error(obj: Mapping[str, Any], *, kube_version: str, crd: Mapping[str, 
             f"{errors_text(errs)}"
         )
     missing = list(dict.fromkeys(required_errors(obj, root, defs)))
-    if missing:
-        # k8s.io/apimachinery pkg/api/errors NewInvalid: "%s %q is invalid: %v" (ErrorList aggregate)
-        listed = missing[0] if len(missing) == 1 else "[" + ", ".join(missing) + "]"
-        return f'{qualified_kind(api_version, kind)} "{name}" is invalid: {listed}'
-    return None
+    return invalid_message(api_version, kind, name, missing) if missing else None
+
+
+def invalid_message(api_version: str, kind: str, name: str, errors: list[str]) -> str:
+    """k8s.io/apimachinery pkg/api/errors NewInvalid: ``"%s %q is invalid: %v"`` with the
+    ErrorList aggregate (one error as is, several as ``[a, b]``)."""
+    listed = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return f'{qualified_kind(api_version, kind)} "{name}" is invalid: {listed}'
+
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -60,6 +60,8 @@ FAILED_PROVISION_THRESHOLD = 15
 # with this prefix (and retried slowly: the slow retry is not modelled).
 MSG_INFEASIBLE = "Volume provisioning failed with infeasible error. Retries will be delayed. "
 INVALID_ARGUMENT = "rpc error: code = InvalidArgument"
+# aws-ebs-csi-driver pkg/driver/controller.go validateCreateVolumeRequest
+MODES_NOT_SUPPORTED = "Volume capabilities not supported"
 # controller.go DefaultCreateProvisionedPVInterval = 10 s: a PV that could not be saved is retried
 # (volume_store.go; the give-up after DefaultCreateProvisionedPVRetryCount = 5 is not modelled).
 STORE_RETRY = 10.0
@@ -245,7 +247,7 @@ class ExternalProvisioner(Controller):
             # external-provisioner maps ReadWriteOnce(Pod) to SINGLE_NODE_WRITER, ReadWriteMany to
             # MULTI_NODE_MULTI_WRITER and ReadOnlyMany to MULTI_NODE_READER_ONLY
             if "ReadOnlyMany" in modes or ("ReadWriteMany" in modes and not block):
-                return f"{INVALID_ARGUMENT} desc = Volume capabilities not supported"
+                return f"{INVALID_ARGUMENT} desc = {MODES_NOT_SUPPORTED}"
         if self.driver.needs_node and not annotations_of(claim).get(ANN_SELECTED_NODE):
             return "configuration error, no node was specified"
         return ""

@@ -17,6 +17,7 @@ HS117 claim-never-provisioned
 
 from __future__ import annotations
 
+from helmsim.cluster.controllers.provisioner import MODES_NOT_SUPPORTED, MSG_INFEASIBLE
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.fixes import pod_spec
@@ -113,8 +114,6 @@ def unconsumed_wffc_claim(run: ProfileRun) -> list[Candidate]:
     return out
 
 
-# helmsim.cluster.controllers.provisioner: what a driver's refusal says
-_MODES_REFUSED = "Volume capabilities not supported"
 
 
 def _claim_fix(res: Resource, reason: str, cls_name: str | None, run: ProfileRun) -> str:
@@ -122,7 +121,7 @@ def _claim_fix(res: Resource, reason: str, cls_name: str | None, run: ProfileRun
     if "not found" in reason and cls_name:
         have = ", ".join(sc.name for sc in run.profile.storage_classes) or "none"
         return f"create StorageClass {cls_name}, or set {res.ref}'s storageClassName to one the cluster has (here: {have})"
-    if _MODES_REFUSED in reason:
+    if MODES_NOT_SUPPORTED in reason:
         return (
             f"ask for an access mode the driver serves (ReadWriteOnce; {', '.join(modes)} is refused), or use a class "
             "whose driver serves it (ReadWriteMany: a file system such as efs.csi.aws.com, an NFS provisioner)"
@@ -141,18 +140,13 @@ def claim_never_provisioned(run: ProfileRun) -> list[Candidate]:
         for res in chart.manifest:
             if res.kind != "PersistentVolumeClaim":
                 continue
-            failed = [
-                e
-                for e in run.events(what="event", obj=res.ref)
-                if e.data.get("reason") == "ProvisioningFailed"
-            ]
-            if not failed:
-                continue
-            if any(e.data.get("reason") == "ProvisioningSucceeded" for e in run.events(what="event", obj=res.ref)):
-                continue  # a later attempt made it
+            reasons = [(e, e.data.get("reason")) for e in run.events(what="event", obj=res.ref)]
+            failed = [e for e, reason in reasons if reason == "ProvisioningFailed"]
+            if not failed or any(reason == "ProvisioningSucceeded" for _, reason in reasons):
+                continue  # never refused, or a later attempt made it
             ready = run.ready(hr_ref)
             o = run.outcome(hr_ref)
-            reason = failed[0].message.removeprefix("Volume provisioning failed with infeasible error. Retries will be delayed. ")
+            reason = failed[0].message.removeprefix(MSG_INFEASIBLE)
             cls_name = _claim_class(run, res)
             users = consumers(run, res.namespace, res.name)
             chain: list[Step] = []
