@@ -330,6 +330,8 @@ def _serve() -> None:
     state: dict[str, Any] = {}
     try:  # load Helm's engine before the first request (prestart() overlaps this with the parent)
         import helm_python  # noqa: F401
+
+        from helmsim.helm import record  # noqa: F401 - the "record" request's code, loaded ahead
     except Exception:  # noqa: BLE001 - the first request's own import reports it as its answer
         pass
     for raw in sys.stdin.buffer:
@@ -356,12 +358,22 @@ def _handle(request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         if previous is not None:
             previous.close()
         chart = sdk.Chart.load(request["path"])
-        state["chart"] = chart
+        state["chart"], state["path"] = chart, request["path"]
         return {
             "metadata": chart.metadata,
             "dependencies": chart.dependencies,
             "crds": chart.crds if request.get("crds") else [],
         }
+    if op == "record":
+        # the chart's part of Helm's release record (helmsim.helm.record), from Helm's loader
+        from helmsim.helm import record
+
+        chart = state["chart"]
+        part = record.chart_record(
+            state["path"], chart.metadata or {}, chart.templates or [], chart.values or {}, chart.files or [],
+            chart.schema is not None,
+        )
+        return {"json": part.json, "largest": part.largest}
     if op == "render":
         chart = state["chart"]
         raw = sdk._native.call_string("helm_render", chart._raw(), request["values"], request["options"])

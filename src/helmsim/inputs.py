@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from helmsim import render
 from helmsim.manifests import ParseResult, parse_documents, read_manifest_input
+
+if TYPE_CHECKING:
+    from helmsim.helm.record import ChartRecord
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,10 @@ class ReleaseInput:
     from_chart: bool = False
     notes: tuple[str, ...] = ()
     """Helm's warnings about the chart (see ``helmsim.render.RenderedChart.notes``)."""
+    record: ChartRecord | None = None
+    """The chart's part of Helm's release record (``load_release(record=True)``)."""
+    release_notes: str = ""
+    """The rendered ``NOTES.txt`` Helm stores with the release."""
 
     def parse(self, namespace: str, cluster_scoped: tuple[str, ...] = ()) -> ParseResult:
         """Resources of this release with namespaces defaulted to ``namespace``."""
@@ -31,11 +39,11 @@ class ReleaseInput:
 
 
 def load_release(
-    target: str, opts: render.RenderOptions, *, include_crds: bool = False
+    target: str, opts: render.RenderOptions, *, include_crds: bool = False, record: bool = False
 ) -> ReleaseInput:
     """Render ``target`` when it is a chart; otherwise read it as already-rendered YAML."""
     if target != "-" and render.is_chart_dir(Path(target)):
-        chart = render.render_chart(target, opts, include_crds=include_crds)
+        chart = render.render_chart(target, opts, include_crds=include_crds, record=record)
         return ReleaseInput(
             files=tuple((f.path, f.content) for f in chart.files if not f.is_crd_file),
             crd_files=tuple((f.path, f.content) for f in chart.files if f.is_crd_file),
@@ -43,5 +51,7 @@ def load_release(
             chart_version=chart.chart_version,
             from_chart=True,
             notes=chart.notes,
+            record=chart.record,
+            release_notes=chart.release_notes,
         )
     return ReleaseInput(files=tuple(read_manifest_input(target)))

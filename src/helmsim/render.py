@@ -17,10 +17,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from helmsim import engine_worker, limits, values_schema, yamlio
 from helmsim.errors import InputError
+
+if TYPE_CHECKING:
+    from helmsim.helm.record import ChartRecord
 
 DEFAULT_RELEASE_NAME = "release-name"  # helm/helm pkg/cmd/template.go: the name `helm template` uses
 DEFAULT_NAMESPACE = "default"
@@ -59,6 +62,10 @@ class RenderedChart:
     files: tuple[RenderedFile, ...]
     notes: tuple[str, ...] = ()
     """What Helm accepts but a user should know (e.g. a vendored subchart outside its range)."""
+    record: ChartRecord | None = None
+    """The chart's part of Helm's release record (asked for with ``record=True``)."""
+    release_notes: str = ""
+    """The top-level chart's rendered ``NOTES.txt`` (Helm stores it in the release's info)."""
 
 
 class RenderError(InputError):
@@ -208,8 +215,11 @@ def _sdk_message(err: Exception) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, include_crds: bool = False) -> RenderedChart:
-    """Render a chart directory or ``.tgz`` with Helm's engine and the given capabilities."""
+def render_chart(
+    chart_path: str | os.PathLike[str], opts: RenderOptions, *, include_crds: bool = False, record: bool = False
+) -> RenderedChart:
+    """Render a chart directory or ``.tgz`` with Helm's engine and the given capabilities;
+    ``record``: also build the chart's part of the release record Helm would store."""
     path = Path(chart_path)
     if not path.exists():
         raise InputError("chart not found", file=str(chart_path))
@@ -222,6 +232,12 @@ def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, inc
         raise InputError(f"cannot load chart: {_sdk_message(err)}", file=subject) from None
     meta = chart["metadata"]
     notes = _check_chart(path, meta, chart["dependencies"])  # the chart stays loaded for the render
+    stored: ChartRecord | None = None
+    if record:
+        from helmsim.helm.record import ChartRecord
+
+        part = engine_worker.call("record", subject=subject)
+        stored = ChartRecord(part["json"], tuple((str(n), int(b)) for n, b in part["largest"]))
     native_opts: dict[str, Any] = {
         "name": opts.release_name,
         "namespace": opts.namespace,
@@ -271,6 +287,8 @@ def render_chart(chart_path: str | os.PathLike[str], opts: RenderOptions, *, inc
         chart_version=str(meta.get("version", "")),
         files=tuple(crd_files + files),
         notes=tuple(notes),
+        record=stored,
+        release_notes=rendered.get(f"{meta.get('name', '')}/templates/NOTES.txt", "") if record else "",
     )
 
 

@@ -25,10 +25,10 @@ from helmsim.flux import kustomization
 from helmsim.flux.impersonation import tenant_context
 from helmsim.flux.reconcile import REQUEUE_MAX, REQUEUE_MIN, Reconciler, ReleaseState, unready_dependency
 from helmsim.flux.sources import SOURCE_NOT_READY, SourceFailure
-from helmsim.helm import actions, lookup
+from helmsim.helm import actions, lookup, record
 from helmsim.helm.actions import ChartRelease, HelmContext
 from helmsim.helm.release import ReleaseStorage
-from helmsim.inputs import load_release
+from helmsim.inputs import ReleaseInput as RenderedRelease, load_release
 from helmsim.kube.fieldcheck import crd_version_schema, is_builtin
 from helmsim.kube.served import coverage_note
 from helmsim.kube.workloads import declared_pods
@@ -223,7 +223,8 @@ def _render(
         values_files=((hr.source,) if hr.source and hr.spec.values else ()) + source.values_files,
     )
     try:
-        rel = load_release(source.path, opts, include_crds=True)  # helm-controller applies crds/ on upgrade too
+        # helm-controller applies crds/ on upgrade too; Helm stores the chart in the release record
+        rel = load_release(source.path, opts, include_crds=True, record=True)
     except render.RenderError as err:
         if not per_release:
             raise
@@ -245,14 +246,39 @@ def _render(
             return _failed_render(hr, chart, rel.parse_crds().resources, str(err), note=note, also=lookups)
         parsed = parse_objects(objects, namespace=hr.target_namespace)
         _remember(key, parsed)
+    size = _record_size(hr, rel, values, parsed.resources, revision=opts.revision)
+    uncertain = record.uncertainty(size)
     return ChartRelease(
         name=hr.release_name,
         namespace=hr.target_namespace,
         chart=chart,
         resources=tuple(parsed.resources),
         crds=tuple(rel.parse_crds().resources),
-        notes=tuple(f"HelmRelease {hr.ref}: {n}" for n in (*rel.notes, *lookups)),
+        notes=tuple(
+            f"HelmRelease {hr.ref}: {n}" for n in (*rel.notes, *lookups, *((uncertain,) if uncertain else ()))
+        ),
+        record=size,
     )
+
+
+def _record_size(
+    hr: HelmRelease, rel: RenderedRelease, values: Mapping[str, Any], resources: Sequence[Resource], *, revision: int
+) -> record.RecordSize | None:
+    """The size of the record Helm's install or upgrade stores before it creates any object
+    (helm/helm pkg/action/install.go RunWithContext, upgrade.go performUpgrade:
+    ``Releases.Create``); None for a rendered manifest (no chart)."""
+    if rel.record is None:
+        return None
+    hooks = [
+        record.StoredHook(r.name, r.kind, r.source.path, r.hook.events, r.hook.weight, r.hook.delete_policies)
+        for r in resources
+        if r.hook is not None
+    ]
+    text = record.release_json(
+        rel.record, name=hr.release_name, namespace=hr.target_namespace, revision=revision,
+        config=values, manifests=rel.files, hooks=hooks, notes=rel.release_notes,
+    )
+    return record.measure(text, rel.record.largest)
 
 
 def _lookup_notes(chart_path: str, chart: str, files: Sequence[tuple[str, str]] | None) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from helmsim.cluster.trace import TraceEvent
 # explains the failing hook (HS104) or Job (HS103) it makes fail, and a wait that times out
 # rather than failing fast (HS110); HS100 and HS106 explain nothing.
 CAUSE_ORDER = (
-    "HS113", "HS116", "HS120", "HS114", "HS117", "HS115", "HS112", "HS101", "HS111", "HS105", "HS102",
+    "HS113", "HS116", "HS120", "HS114", "HS117", "HS115", "HS112", "HS101", "HS111", "HS118", "HS105", "HS102",
     "HS107", "HS108", "HS109", "HS110", "HS103", "HS104",
 )
 

@@ -19,8 +19,9 @@ from helmsim.cluster.admission import serves
 from helmsim.cluster.controllers.crd import CRD, crd_names
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.store import ApiError, clone, merged_for_apply, spec_equal
-from helmsim.helm import build, immutable
+from helmsim.helm import build, immutable, record
 from helmsim.helm.order import hook_order, kind_groups, manifest_order
+from helmsim.helm.record import RecordSize
 from helmsim.helm.release import HookRun, Release, ReleaseStorage
 from helmsim.kstatus import ObjectId, Result, Status
 from helmsim.kstatus.wait import decide
@@ -61,6 +62,8 @@ class ChartRelease:
     notes: tuple[str, ...] = ()
     render_error: str | None = None
     """Helm's error when the chart does not render for this release (no objects then)."""
+    record: RecordSize | None = None
+    """How big the release record Helm stores is (None: not a chart, or not measured)."""
 
     @property
     def manifest(self) -> list[Resource]:
@@ -394,6 +397,24 @@ def _denied_storage(ctx: HelmContext, verb: str) -> str | None:
     return None if denied is None else f"{verb}: failed to {verb}: {denied}"
 
 
+def _record_refused(ctx: HelmContext, spec: ChartRelease, revision: int, action: str) -> ActionResult | None:
+    """The API server refusing the release Secret Helm creates before any object
+    (helm/helm pkg/storage/driver/secrets.go Create: "create: failed to create: …"; the limits
+    in ``helmsim.helm.record``): the action fails and no release is stored."""
+    secret = record.secret_name(spec.name, revision)
+    refused = record.refusal(spec.record, secret, ctx.sim.profile.kubernetes_version)
+    if refused is None:
+        return None
+    text = f"create: failed to create: {refused}"
+    assert spec.record is not None and spec.record.stored is not None
+    ev = ctx.sim.log(
+        ctx.actor, "record-refused", f"{spec.namespace}/{spec.name}", text, action=action,
+        stored=list(spec.record.stored), json=spec.record.json_bytes,
+        largest=[list(item) for item in spec.record.largest],
+    )
+    return ActionResult(action, False, None, text, trace_id=ev.id)
+
+
 def _ownership_conflict(live: dict[str, Any], rel: Release) -> str | None:
     """helm/helm pkg/action/validate.go checkOwnership: the text when ``live`` is not ours."""
     meta = live.get("metadata") or {}
@@ -609,6 +630,9 @@ def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
             return ActionResult("install", False, None, denied)  # install.go: Releases.Create
     history = ctx.storage.history(spec.namespace, spec.name)
     revision = (history[-1].revision + 1) if history else 1
+    refused = _record_refused(ctx, spec, revision, "install")  # install.go: Releases.Create
+    if refused is not None:
+        return refused
     rel = Release(
         name=spec.name, namespace=spec.namespace, revision=revision, chart=spec.chart,
         status="pending-install", manifest=tuple(manifest_order(spec.manifest)),
@@ -715,6 +739,9 @@ def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     denied = _denied_storage(ctx, "create")
     if denied is not None:
         return ActionResult("upgrade", False, None, denied)  # upgrade.go: Releases.Create
+    refused = _record_refused(ctx, spec, last.revision + 1, "upgrade")  # performUpgrade: Releases.Create
+    if refused is not None:
+        return refused
     rel = Release(
         name=spec.name, namespace=spec.namespace, revision=last.revision + 1, chart=spec.chart,
         status="pending-upgrade", manifest=tuple(manifest_order(spec.manifest)), hooks=tuple(spec.hooks),

@@ -18,6 +18,12 @@ HS111 custom-resource-without-crd
     cluster profile: the API server has no mapping, Helm fails with 'no matches for kind'
     (helm/helm pkg/kube/client.go Build → "resource mapping not found … ensure CRDs are installed
     first").
+HS118 release-record-too-large
+    Helm's release record (the chart's templates and files, the values, the rendered manifest,
+    gzipped and base64-encoded into the Secret ``sh.helm.release.v1.<name>.v<revision>``:
+    helm/helm pkg/storage/driver/util.go encodeRelease) is over the API server's 1 MiB limit on
+    a Secret (kubernetes pkg/apis/core/validation/validation.go ValidateSecret) or its 3 MiB
+    request limit: the install or upgrade fails before it creates any object.
 """
 
 from __future__ import annotations
@@ -318,5 +324,46 @@ def custom_resource_without_crd(run: ProfileRun) -> list[Candidate]:
             )
         out.append(
             Candidate("HS111", hr_ref, res.ref, Severity.error, msg, chain, [fix], run.variant)
+        )
+    return out
+
+
+@rule(
+    "HS118",
+    "release-record-too-large",
+    "Helm's release record is too big for the Secret it is stored in",
+)
+def release_record_too_large(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    for hr_ref in run.charts:
+        refused = run.events(what="record-refused", obj=hr_ref)
+        if not refused:
+            continue
+        first = refused[0]
+        low, high = first.data.get("stored") or (0, 0)
+        largest = [(str(n), int(b)) for n, b in first.data.get("largest") or ()]
+        biggest = ", ".join(f"{name} ({size:,} bytes)" for name, size in largest[:3])
+        msg = (
+            f"HelmRelease {hr_ref}: Helm's release record is {low:,}–{high:,} bytes once gzipped and "
+            f"base64-encoded, over the API server's limit: {first.message}"
+        )
+        chain = [step(first, first.message), *run.failure_tail(hr_ref)]
+        files = Fix(
+            "keep what Helm does not need out of the chart with .helmignore (documents, archives, "
+            "images), or move large templates and files into a subchart, which Helm does not store "
+            f"with the release (largest stored: {biggest or 'none'})"
+        )
+        manifest = Fix(
+            "render less into this release (split it in two, or move bulk data out of its objects): "
+            "the rendered manifest is stored whole, subcharts' objects included"
+        )
+        # the chart's files are stored as base64 (4/3 of their bytes): lead with what is bigger
+        stored_files = 4 * sum(size for _, size in largest) // 3
+        fix_list = [files, manifest] if stored_files * 2 >= int(first.data.get("json") or 0) else [manifest, files]
+        out.append(
+            Candidate(
+                "HS118", hr_ref, f"HelmRelease/{hr_ref}", Severity.error, msg,
+                sorted(chain, key=lambda s: s.time), fix_list, run.variant,
+            )
         )
     return out
