@@ -30,7 +30,7 @@ from helmsim.helm.actions import ChartRelease, HelmContext
 from helmsim.helm.release import ReleaseStorage
 from helmsim.inputs import ReleaseInput as RenderedRelease, load_release
 from helmsim.kube.fieldcheck import crd_version_schema, is_builtin
-from helmsim.kube.served import coverage_note
+from helmsim.kube.served import builtin_served, coverage_note
 from helmsim.kube.workloads import declared_pods
 from helmsim.flux.postrender import PostRenderError, post_render
 from helmsim.manifests import Resource, parse_objects
@@ -615,6 +615,8 @@ def _validation_notes(
         for res in cr.resources:
             if res.kind == "CustomResourceDefinition" or is_builtin(profile.kubernetes_version, res.api_version, res.kind):
                 continue
+            if builtin_served(profile.kubernetes_version, res.api_version, res.kind) is not None:
+                continue  # a built-in kind the version does not serve: Build refuses it, no CRD applies
             if not sent(res.ref):
                 continue
             group = res.group

@@ -84,6 +84,25 @@ def test_removed_api_version_fails_on_1_25_and_later_and_installs_before() -> No
     assert _created(result, "Service", "PodDisruptionBudget") == []
     old = profile_from_mapping({"extends": "kind", "name": "k124", "kubernetesVersion": "1.24.0"}, source="test")
     assert _release(simulate_chart("removed-api", old)).outcome == "Ready"
+    # a built-in kind has no CRD to install: nothing says its CRD's schema is unknown
+    assert not [n for n in result.notes if "no schema of their CRD" in n]
+
+
+def test_check_names_the_removal_and_the_served_version_not_a_crd() -> None:
+    from realcharts_helpers import HERE
+
+    from helmsim.cluster.profile import load_profile
+    from helmsim.diagnose.check import CheckOptions, run_check
+    from helmsim.release_inputs import build_inputs
+
+    releases = build_inputs(str(HERE / "removed-api"), release_name="removed-api", namespace="default")
+    report = run_check(releases, [load_profile("kind")], options=CheckOptions(verify_fixes=False))
+    (finding,) = [f for f in report.findings if f.rule == "HS111"]
+    assert finding.message == (
+        "PodDisruptionBudget/default/removed-api is a policy/v1beta1 PodDisruptionBudget, an API Kubernetes stopped "
+        "serving in 1.25: kind (Kubernetes 1.31.0) serves PodDisruptionBudget as policy/v1, so Helm cannot map it"
+    )
+    assert finding.fixes[0].summary.startswith("render PodDisruptionBudget with apiVersion policy/v1 ")
 
 
 def test_custom_resource_whose_crd_the_cluster_lacks() -> None:

@@ -7,7 +7,7 @@ from importlib import resources
 import pytest
 
 from helmsim.kube import derive_served
-from helmsim.kube.served import builtin_apis, builtin_served, coverage_note
+from helmsim.kube.served import builtin_apis, builtin_served, coverage_note, removal
 
 
 def test_committed_table_is_what_the_pinned_package_derives() -> None:
@@ -58,3 +58,22 @@ def test_versions_outside_the_table_are_said() -> None:
     assert coverage_note("1.31.0") is None
     assert coverage_note("1.24.3") is not None and "1.25" in str(coverage_note("1.24.3"))
     assert "1.37" in str(coverage_note("1.40.0"))
+
+
+@pytest.mark.parametrize(
+    ("version", "api_version", "kind", "expected"),
+    [
+        # kubernetes/website deprecation-guide.md: removed in 1.25 / 1.26, successors served now
+        ("1.31.0", "autoscaling/v2beta1", "HorizontalPodAutoscaler", (25, ["autoscaling/v2", "autoscaling/v1"])),
+        ("1.31.0", "autoscaling/v2beta2", "HorizontalPodAutoscaler", (26, ["autoscaling/v2", "autoscaling/v1"])),
+        ("1.31.0", "policy/v1beta1", "PodDisruptionBudget", (25, ["policy/v1"])),
+        ("1.31.0", "policy/v1beta1", "PodSecurityPolicy", (25, [])),  # no successor in its group
+        ("1.24.0", "policy/v1beta1", "PodDisruptionBudget", None),  # still served
+        ("1.31.0", "autoscaling/v2", "HorizontalPodAutoscaler", None),
+        ("1.31.0", "example.com/v1", "Widget", None),  # a custom resource: no removal to name
+    ],
+)
+def test_removal_names_the_minor_and_what_is_served_now(
+    version: str, api_version: str, kind: str, expected: tuple[int, list[str]] | None
+) -> None:
+    assert removal(version, api_version, kind) == expected

@@ -185,6 +185,34 @@ def coverage_note(kube_version: str) -> str | None:
     )
 
 
+def removal(kube_version: str, api_version: str, kind: str) -> tuple[int, list[str]] | None:
+    """For a built-in (group/version, kind) that ``kube_version`` does not serve: the minor that
+    stopped serving it (the deprecation guide's, else the first minor after the last that served
+    it in the table) and the group/versions of the same group serving the kind now, newest GA
+    first. None when it is served, or not a built-in kind."""
+    if builtin_served(kube_version, api_version, kind) is not False:
+        return None
+    removed = next((cut for cut, table in sorted(_REMOVED.items()) if kind in table.get(api_version, ())), None)
+    if removed is None:
+        ranges = _table()[1].get(f"{api_version}/{kind}")
+        if not ranges:
+            return None
+        removed = max(b for _, b in ranges) + 1
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    now = builtin_apis(kube_version)
+    served = [gv for gv, k in now.kinds if k == kind and (gv.rsplit("/", 1)[0] if "/" in gv else "") == group]
+
+    def rank(gv: str) -> tuple[int, int, str]:
+        version = gv.rsplit("/", 1)[-1]
+        m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+        if not m:
+            return (2, 0, gv)
+        stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+        return (stage, -int(m.group(1)), gv)
+
+    return removed, sorted(served, key=rank)
+
+
 def builtin_served(kube_version: str, api_version: str, kind: str) -> bool | None:
     """Whether ``kube_version`` serves a built-in kind by default; None when the group is not a
     built-in one (a custom resource's). Before the table's first minor, any kind of a built-in

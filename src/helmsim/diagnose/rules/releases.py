@@ -35,6 +35,7 @@ from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
+from helmsim.kube.served import removal
 
 DEFAULT_PROGRESS_DEADLINE = 600  # kubernetes pkg/apis/apps/v1/defaults.go SetDefaults_Deployment
 _NAMED_OBJECT = re.compile(r"\[?([A-Z][A-Za-z]+/[^\s,\]]+(?:/[^\s,\]]+)?) status:")
@@ -312,6 +313,21 @@ def custom_resource_without_crd(run: ProfileRun) -> list[Candidate]:
             fix = Fix(
                 f"move the CRD of {res.kind} to the chart's crds/ directory (applied before the templates are mapped), "
                 "or into a HelmRelease this one dependsOn"
+            )
+        elif (removed := removal(run.profile.kubernetes_version, res.api_version, res.kind)) is not None:
+            # a built-in kind at a version the API server no longer serves: no CRD can help
+            # (kubernetes/website deprecation-guide.md; helmsim.kube.served)
+            minor, served = removed
+            now = f"serves {res.kind} as {', '.join(served)}" if served else f"serves no {res.kind} at all"
+            msg = (
+                f"{res.ref} is {article} {res.api_version} {res.kind}, an API Kubernetes stopped serving in 1.{minor}: "
+                f"{run.name} (Kubernetes {run.profile.kubernetes_version}) {now}, so Helm cannot map it"
+            )
+            fix = Fix(
+                f"render {res.kind} with apiVersion {served[0]} (charts often pick it from .Capabilities.APIVersions; "
+                "check the fields that changed between the versions)"
+                if served
+                else f"remove {res.kind} from the release: Kubernetes 1.{minor} removed it with no successor in its group"
             )
         else:
             msg = (
