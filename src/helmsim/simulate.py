@@ -7,7 +7,7 @@ Pipeline (docs/simulate.md): inputs → render (Helm engine, profile capabilitie
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -550,7 +550,7 @@ def _simulate(
             e.what in ("created", "apply-error") for e in sim.trace.of(ref)
         )
     )
-    notes += kc.notes() + assumed_behaviours(sim.trace)
+    notes += kc.notes() + assumed_behaviours(sim.trace) + _idle_daemonsets(sim, profile, rendered.values())
     objects = _object_statuses(sim, rendered.values())
     notes += unreconciled_notes(
         profile.kubernetes_version,
@@ -561,6 +561,36 @@ def _simulate(
     return SimulationResult(
         profile.name, outcomes, objects, sim.trace, sim.now, upgrade_start, notes, sim, kc.outcomes()
     )
+
+
+def _idle_daemonsets(sim: Simulation, profile: ClusterProfile, charts: Iterable[ChartRelease]) -> list[str]:
+    """A note for each DaemonSet of a release that no node is eligible for: kstatus reads 0 of 0
+    scheduled as Current (kubernetes-sigs/cli-utils pkg/kstatus/status/core.go daemonsetConditions),
+    so the release is Ready with it running nowhere — worth one line."""
+    out: list[str] = []
+    for chart in charts:
+        for res in chart.resources:
+            if res.kind != "DaemonSet" or res.is_hook:
+                continue
+            live = sim.store.get("DaemonSet", res.namespace, res.name)
+            if live is None or (live.get("status") or {}).get("desiredNumberScheduled") != 0:
+                continue
+            spec = ((res.body.get("spec") or {}).get("template") or {}).get("spec") or {}
+            selector = spec.get("nodeSelector") or {}
+            required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            )
+            if selector:
+                why = "its nodeSelector " + ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+            elif required:
+                why = "its required node affinity"
+            else:
+                why = "its tolerations (every node has a taint it does not tolerate)"
+            out.append(
+                f"{res.ref} runs no pod: no node of {profile.name} matches {why}; kstatus reads 0 of 0 "
+                "scheduled as Current, so the release is Ready with it running nowhere"
+            )
+    return out
 
 
 def _always(chart: ChartRelease) -> Callable[[bool], ChartRelease]:
