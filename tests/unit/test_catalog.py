@@ -126,6 +126,8 @@ entries:
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"api": "g/v1/K", "field": "status.x"}]}, "entries[0].checks[0]: field goes with object", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"object": "Service/x", "field": "status..x"}]}, "entries[0].checks[0].field", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x", "env": ["MODE"]}}, "entries[0].match.env", 9),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"state": "s", "api": "g/v1/K"}]}, "entries[0].checks[0]: a check has exactly one of: api, webhook, object, state", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "writes": "schema"}, "entries[0].writes", 9),
     ],
 )
 def test_bad_entries_name_the_file_and_line(entry: dict[str, Any], message: str, line: int) -> None:
@@ -589,3 +591,32 @@ def test_kafka_exporter_needs_its_broker_before_it_serves() -> None:
     assert model.entry.startswith("kafka-exporter ")
     assert model.needs == (Need("dns"), Need("service", "cert-manager/kafka-server", 9092))  # a short name: the pod's namespace
     assert model.retry is not None and model.retry.attempts == 4 and model.retry.exit_code == 255
+
+
+@pytest.mark.parametrize(("labels", "key"), [({"app.kubernetes.io/instance": "af"}, "schema of ops/af"), ({}, None)])
+def test_state_keys_are_filled_from_the_pods_labels(labels: dict[str, str], key: str | None) -> None:
+    text = """
+apiVersion: helmsim.dev/v1alpha1
+kind: BehaviourCatalog
+entries:
+  - name: waits-for-schema
+    summary: waits for the schema the migration leaves
+    sources: ["example/app main.go: waits"]
+    match: {image: ["example/app"]}
+    needs: []
+    checks:
+      - state: "schema of ${namespace}/${label.app.kubernetes.io/instance}"
+    writes: ["cache of ${label.app.kubernetes.io/instance}"]
+"""
+    entries = catalog_entries(parse_catalog_document(text, ".helmsim.yaml"))
+    pod = _pod([{"name": "c", "image": "example/app:1"}])
+    pod["metadata"]["namespace"] = "ops"
+    pod["metadata"]["labels"] = labels
+    model = model_pod(pod, BehaviourContext(catalog=entries)).container("c")
+    if key is None:  # a label the pod lacks: the check and the state are left out, and said so
+        assert model.checks == () and model.writes == ()
+        assert any("cannot tell which state cache of ${label.app.kubernetes.io/instance}" in n for n in model.notes)
+        assert any("cannot tell which state schema of ${namespace}/${label.app.kubernetes.io/instance} it waits for" in n for n in model.notes)
+    else:
+        assert model.checks == (Check("state", key),)
+        assert model.writes == ("cache of af",)

@@ -177,7 +177,7 @@ class WaitLoop:
     """The program's words when ``bound`` expires (logged as a container log line)."""
 
 
-CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted"]
+CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state"]
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,8 @@ class Check:
     not empty. ``condition``: the objects ``target`` names (or
     ``selector`` selects in ``Kind/namespace/``) have condition ``condition`` with
     ``status``. ``rollout``: ``target`` is rolled out (kstatus Current). ``deleted``: ``target``
-    is gone. ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
+    is gone. ``state``: a program of the simulation left ``target`` behind outside the cluster
+    (a database schema migrated: ``Simulation.external_state``). ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
     ``not-ready``, ``not-found``, ``none``) to the program's words; ``{name}``, ``{kind}`` and
     ``{resource}`` are filled in.
     """
@@ -221,6 +222,8 @@ class Check:
             return f"{what} {self.condition}={self.status}"
         if self.kind == "rollout":
             return f"{self.target} rolled out"
+        if self.kind == "state":
+            return f"the {self.target} (left outside the cluster by another program)"
         return f"{self.target} deleted"
 
 
@@ -281,6 +284,8 @@ class ContainerModel:
     """Its liveness probe, likewise (a liveness endpoint served from the start: ``False``)."""
     creates: tuple[Mapping[str, Any], ...] = ()
     """Objects it creates (when absent) as the pod's ServiceAccount after its needs pass."""
+    writes: tuple[str, ...] = ()
+    """State it leaves outside the cluster when it exits 0 (``Simulation.external_state``)."""
     entry: str = ""
     """The catalog entry that described it (``name (origin)``), if any."""
     known: bool = False
@@ -1463,6 +1468,7 @@ def _container(
         probes_after_needs=program.probes_after_needs if program is not None else True,
         liveness_after_needs=program.liveness_after_needs if program is not None else True,
         creates=program.creates if program is not None else (),
+        writes=program.writes if program is not None else (),
         entry=program.entry if program is not None else "",
         known=known,
         log_ready=program.log_ready if program is not None else "",

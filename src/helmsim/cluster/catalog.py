@@ -130,13 +130,16 @@ class CheckSpec(_Model):
     Exactly one of ``api`` (``group/version/Kind`` is served), ``webhook`` (``resource.group``:
     the admission webhooks intercepting its CREATE answer) or ``object`` (``Kind/namespace/name``
     or ``Kind/name`` exists; ``${...}`` templates allowed; with ``field``, a dotted path in it
-    such as ``status.loadBalancer.ingress`` is also set and not empty). ``error`` is what the
+    such as ``status.loadBalancer.ingress`` is also set and not empty) or ``state`` (a program of
+    the simulation left that state behind: another entry's ``writes``). ``error`` is what the
     program logs when the check fails (``webhookErrors`` for the webhook's three failure modes).
     """
 
     api: str | None = Field(default=None, pattern=r"^[a-z0-9.-]+/[a-z0-9]+/[A-Z][A-Za-z0-9]*$")
     webhook: str | None = Field(default=None, pattern=r"^[a-z0-9-]+\.[a-z0-9.-]+$")
     object: str | None = None
+    state: str | None = Field(default=None, min_length=1)
+    """State a program of the simulation left outside the cluster (an entry's ``writes``)."""
     field: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
     """With ``object``: a dotted path in it that must be set and not empty."""
     error: str | None = None
@@ -146,9 +149,9 @@ class CheckSpec(_Model):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> CheckSpec:
-        given = [k for k in ("api", "webhook", "object") if getattr(self, k) is not None]
+        given = [k for k in ("api", "webhook", "object", "state") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("a check has exactly one of: api, webhook, object")
+            raise ValueError("a check has exactly one of: api, webhook, object, state")
         if self.object is not None and self.object.count("/") not in (1, 2):
             raise ValueError("object: expected Kind/namespace/name or Kind/name")
         if self.field is not None and self.object is None:
@@ -222,6 +225,9 @@ class EntrySpec(_Model):
     liveness: Literal["after-needs", "at-start"] | None = None
     """When its liveness probe can succeed (default: as ``probes``); a liveness probe that keeps
     failing gets the container killed and restarted."""
+    writes: list[str] = Field(default_factory=list)
+    """State it leaves outside the cluster when it exits 0 (``${...}`` templates), which a
+    ``state`` check of another program waits for: a database schema its migrations wrote."""
     creates: list[dict[str, Any]] = Field(default_factory=list)
     """Objects it creates as the pod's ServiceAccount when they do not exist (``${...}``
     templates allowed in strings)."""

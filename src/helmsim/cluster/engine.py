@@ -69,6 +69,9 @@ class Simulation:
         self.catalog: Sequence[Any] | None = catalog
         self.faults: Faults | None = faults
         self.network: NetworkState | None = None
+        self.external_state: set[str] = set()
+        """State programs left outside the cluster (a catalog entry's ``writes``: a database
+        schema migrated), which other programs' ``state`` checks read."""
         """The network state (``helmsim.cluster.netstate.network_state`` makes it on first use)."""
         self._release_by_kind: dict[str, list[Mapping[str, Any]]] | None = None
         self._latencies: dict[str, LatencyLike] = {}  # the profile's, looked up once per name

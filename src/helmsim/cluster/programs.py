@@ -64,6 +64,8 @@ class ContainerView:
     files: Callable[[str], str | None] | None = field(default=None, compare=False)
     """The text of a file at a path inside the container (its ConfigMap mounts), None when
     unknown: what ``${file(--flag).a.b}`` templates read."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Its pod's labels (``${label.KEY}`` templates)."""
 
 
 def _env(c: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, str]:
@@ -120,6 +122,7 @@ def container_view(
         script=_mounted_script(argv, script, files) or script,
         env=env,
         files=files,
+        labels={str(k): str(v) for k, v in ((pod.get("metadata") or {}).get("labels") or {}).items()},
     )
 
 
@@ -188,6 +191,7 @@ class Program:
     probes_after_needs: bool = True
     liveness_after_needs: bool = True
     creates: tuple[Mapping[str, Any], ...] = ()
+    writes: tuple[str, ...] = ()
     log_ready: str = ""
     log_failed: str | None = ""
     log_waiting: str = ""
@@ -235,7 +239,8 @@ def _duration(value: float | Flag | None, view: ContainerView) -> float | None:
 
 
 def _template(text: str, view: ContainerView, namespace: str) -> str | None:
-    """``${--flag}``, ``${namespace}``, ``${env.NAME}`` filled in; None when one is unknown."""
+    """``${--flag}``, ``${namespace}``, ``${env.NAME}``, ``${label.KEY}`` filled in; None when one
+    is unknown."""
     missing = False
 
     def sub(m: re.Match[str]) -> str:
@@ -246,6 +251,8 @@ def _template(text: str, view: ContainerView, namespace: str) -> str | None:
             value = namespace
         elif key.startswith("env."):
             value = view.env.get(key[4:])
+        elif key.startswith("label."):
+            value = view.labels.get(key[6:])
         elif key.startswith("-"):
             value = flag_value(view.argv, key)
         elif key.startswith("file("):
@@ -320,6 +327,9 @@ def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Chec
                 errors.append((key, text))
     if spec.api is not None:
         return Check("api", spec.api, errors=tuple(errors))
+    if spec.state is not None:
+        state = _template(spec.state, view, namespace)
+        return None if state is None else Check("state", state, errors=tuple(errors))
     if spec.webhook is not None:
         return Check("webhook", spec.webhook, errors=tuple(errors))
     target = _template(str(spec.object), view, namespace)
@@ -366,7 +376,9 @@ def _image_program(
         compiled = _compile_check(c, view, namespace)
         if compiled is None:
             notes.append(
-                f"cannot tell which object check {c.object} means from the container's arguments: not checked"
+                f"cannot tell which state {c.state} it waits for from the container: not checked"
+                if c.state is not None
+                else f"cannot tell which object check {c.object} means from the container's arguments: not checked"
             )
             continue
         checks.append(compiled)
@@ -395,6 +407,13 @@ def _image_program(
             continue
         filled.setdefault("metadata", {}).setdefault("namespace", namespace)
         creates.append(filled)
+    writes: list[str] = []
+    for text in spec.writes:
+        key = _template(text, view, namespace)
+        if key is None:
+            notes.append(f"cannot tell which state {text} it leaves from the container: not recorded")
+            continue
+        writes.append(key)
     run = spec.run
     run_seconds = None if run in (None, "forever") else _duration(run, view)  # type: ignore[arg-type]
     if spec.api_server == "never":
@@ -413,6 +432,7 @@ def _image_program(
         probes_after_needs=spec.probes == "after-needs",
         liveness_after_needs=(spec.liveness or spec.probes) == "after-needs",
         creates=tuple(creates),
+        writes=tuple(writes),
         log_ready=spec.logs.ready or "",
         log_failed=None if spec.logs.failed == "" else spec.logs.failed or "",
         log_waiting=spec.logs.waiting or "",

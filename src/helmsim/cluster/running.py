@@ -99,6 +99,10 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
         if not serves(sim)(gv, kind):
             return "unmet", check.error("unmet", no_kind_match_message(gv, kind)), False
         return None
+    if check.kind == "state":
+        if check.target in sim.external_state:
+            return None
+        return "unmet", check.error("unmet", f"{check.target} is not there yet"), False
     if check.kind == "webhook":
         hooks = _webhooks(sim, check.target)
         if not hooks:
@@ -292,13 +296,31 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
             return code
     if model.log_ready:
         rt.log("container-log", f"{name}: {model.log_ready}", last, container=name, line=model.log_ready)
+    if model.run_seconds is None and model.writes:
+        _leave_state(rt, model, last)
     if model.run_seconds is None:
         yield sim.env.event()  # runs until stopped
     elif model.run_seconds > 0:
         yield sim.sleep(model.run_seconds)
     faults = sim.faults
     forced = faults.exit_code(rt.store.get("Pod", *rt.key) or {}, name, run) if faults else None
-    return int(forced) if forced is not None else model.exit_code
+    code = int(forced) if forced is not None else model.exit_code
+    if code == 0 and model.run_seconds is not None:
+        _leave_state(rt, model, last)
+    return code
+
+
+def _leave_state(rt: PodRuntime, model: ContainerModel, cause: int | None) -> None:
+    """Record what the program leaves outside the cluster (its entry's ``writes``): a program
+    that runs to completion when it exits 0, a server once it serves."""
+    sim = rt.sim
+    new = [key for key in model.writes if key not in sim.external_state]
+    sim.external_state.update(model.writes)
+    if new:
+        rt.log(
+            "state-written", f"{model.name}: leaves the {', '.join(new)} (catalog entry {model.entry})", cause,
+            container=model.name, state=new,
+        )
 
 
 def _give_up(

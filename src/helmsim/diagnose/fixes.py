@@ -376,6 +376,21 @@ def raise_timeout(hr_ref: str, seconds: float) -> FixTransform:
     return FixTransform(helmreleases=fn, same_render=True)
 
 
+def disable_wait(hr_ref: str) -> FixTransform:
+    """Set the HelmRelease's ``spec.install.disableWait`` and ``spec.upgrade.disableWait``: Helm
+    then runs post-install and post-upgrade hooks right after it applies the objects
+    (helm/helm pkg/action/install.go performInstall: the wait only when Wait is set)."""
+
+    def fn(hr: HelmRelease) -> HelmRelease:
+        if hr.ref != hr_ref:
+            return hr
+        spec = hr.spec
+        updates = {a: getattr(spec, a).model_copy(update={"disable_wait": True}) for a in ("install", "upgrade")}
+        return hr.model_copy(update={"spec": spec.model_copy(update=updates)})
+
+    return FixTransform(helmreleases=fn, same_render=True)
+
+
 def transform_for(fix_key: str) -> FixTransform | None:
     """The transform a fix key names, ``None`` for keys this module does not know."""
     kind, *args = fix_key.split("|")
@@ -395,4 +410,6 @@ def transform_for(fix_key: str) -> FixTransform | None:
         return job_ttl(args[0], int(args[1]))
     if kind == "timeout":
         return raise_timeout(args[0], float(args[1]))
+    if kind == "no-wait":
+        return disable_wait(args[0])
     return None

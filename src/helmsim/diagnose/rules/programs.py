@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from helmsim.cluster.trace import TraceEvent
+from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
@@ -109,6 +110,14 @@ _FIXES = {
     "webhook": "make sure the webhook it calls is ready before it runs: its Deployment Available and its Service selecting ready pods (a hook weight after the webhook, or a HelmRelease that dependsOn the webhook's)",
     "object": "create {what} before it runs (a lower hook weight, or an earlier kind group)",
     "field": "make sure something sets {path} of {what} before it gives up",
+    # helm/helm pkg/action/install.go performInstall: post-install hooks run after the wait
+    "state": (
+        "run what leaves {what} before this program gives up: when it is a post-install or "
+        "post-upgrade hook (a migration Job), Helm runs it only after its wait on this very workload, "
+        "so disable the wait for the release (HelmRelease spec.install.disableWait and "
+        "spec.upgrade.disableWait; the hooks then run right after the objects are applied), or "
+        "make it an ordinary object of the release"
+    ),
     "peer": (
         "make {what} exist before it runs (install what serves it first: a HelmRelease this one "
         "dependsOn, or a subchart), or point the container's configuration at a peer that exists"
@@ -136,6 +145,8 @@ def _unresolved(run: ProfileRun, need: str) -> str:
 
 
 def _check_kind(need: str) -> str:
+    if need.endswith(" (left outside the cluster by another program)"):
+        return "state"
     if need.endswith(" API served"):
         return "api"
     if need.startswith("the admission webhooks for "):
@@ -176,7 +187,11 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
         entry = str(ev.data.get("entry") or "")
         program = f" (catalog entry {entry.split(' ', 1)[0]})" if entry else ""
         missing = (
-            f"which does not resolve ({_unresolved(run, need)})" if unresolved else "which the cluster does not have when it runs"
+            f"which does not resolve ({_unresolved(run, need)})"
+            if unresolved
+            else "which no program has left when it runs"
+            if kind == "state"
+            else "which the cluster does not have when it runs"
         )
         msg = (
             f"{owner}'s container {ev.data.get('container')}{program} needs {need}, {missing}{clause}"
@@ -192,6 +207,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
         if kind == "api":
             gv, _, api_kind = what.removesuffix(" API").rpartition("/")
             what = f"{api_kind} ({gv})"
+        if kind == "state":
+            what = what.removesuffix(" (left outside the cluster by another program)")
         out[key] = Candidate(
             "HS116",
             hr_ref,
@@ -199,7 +216,7 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             Severity.error if not ready else Severity.warning,
             msg,
             chain,
-            [Fix(_FIXES[kind].format(what=what, path=path))],
+            [Fix(_FIXES[kind].format(what=what, path=path), fixes.key("no-wait", hr_ref) if kind == "state" else None)],
             run.variant,
         )
     return list(out.values())
