@@ -150,6 +150,14 @@ def test_required_anti_affinity_on_one_node_times_out_naming_the_workload() -> N
     assert finding.startswith("Deployment/default/cache-cache: 2 pods never scheduled")
 
 
+def test_an_ordered_statefulsets_next_pod_that_never_schedules_is_named() -> None:
+    # OrderedReady: cache-cache-1 is created when cache-cache-0 is Ready, and never scheduled;
+    # the finding names the StatefulSet (it was a bare HS100 before)
+    findings = _findings("anti-affinity-one-node", "workload=StatefulSet")
+    assert findings["HS115"].startswith("StatefulSet/default/cache-cache: 1 pod never scheduled (cache-cache-1)")
+    assert "HS100" not in findings
+
+
 def test_soft_anti_affinity_on_one_node_is_ready() -> None:
     result = simulate_chart("anti-affinity-one-node", sets=("podAntiAffinityPreset=soft",))
     assert [r.outcome for r in result.releases] == ["Ready"]

@@ -172,9 +172,28 @@ class ProfileRun:
         return out
 
     def owner_of_pod(self, pod: str) -> str | None:
-        """The release object whose controller created ``Pod/ns/name``."""
+        """The release object whose controller created ``Pod/ns/name``: by the causes of its
+        creation, else by the ownerReferences in the cluster at the end (a StatefulSet's next
+        ordinal is created on a status change of the previous pod, which the causes may not
+        lead back from)."""
         created = self._pod_created.get(pod)
-        return self.release_object_of(created) if created is not None else None
+        found = self.release_object_of(created) if created is not None else None
+        return found if found is not None else self._owner_by_references(pod)
+
+    def _owner_by_references(self, obj: str) -> str | None:
+        sim = self.result.sim
+        kind, _, rest = obj.partition("/")
+        ns, _, name = rest.rpartition("/")
+        for _ in range(4):  # Pod → ReplicaSet → Deployment at most, with room to spare
+            if self.resource(f"{kind}/{ns}/{name}") is not None:
+                return f"{kind}/{ns}/{name}"
+            live = sim.store.get(kind, ns or None, name) if sim is not None else None
+            refs = ((live or {}).get("metadata") or {}).get("ownerReferences") or ()
+            owner = next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
+            if owner is None:
+                return None
+            kind, name = str(owner.get("kind") or ""), str(owner.get("name") or "")
+        return None
 
     def first_failed_attempt(self, hr_ref: str) -> tuple[TraceEvent, TraceEvent] | None:
         """``(action-start, release failed)`` of the first install/upgrade that failed."""
