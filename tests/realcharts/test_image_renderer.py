@@ -76,5 +76,8 @@ def test_a_renderer_image_the_catalog_does_not_know_keeps_its_policy_need() -> N
     args = ["simulate", str(HERE / "image-renderer"), "-p", "kind", "--no-color"]
     out: Any = CliRunner().invoke(app, [*args, *(a for s in image for a in ("--set", s))], env={"COLUMNS": "400"})
     assert out.exit_code == 0, out.output
-    note = "note: no behaviour known for image example.com/renderer:1: assumed to start and succeed (it runs until stopped)"
+    note = (
+        "note: no behaviour known for image example.com/renderer:1: assumed to start and succeed, connecting at start "
+        "to svc/default/image-renderer:80 and exiting 1 when one does not answer (it runs until stopped)"
+    )
     assert out.stdout.splitlines().count(note) == 1

@@ -475,6 +475,10 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
             continue
         seen.add(model.image)
         text = ASSUMED.format(image=model.image)
+        peers = [str(n) for n in model.needs if n.kind not in ("dns", "kube-apiserver")]
+        if peers:
+            # the needs inferred from its environment and policies: dialled once each at start
+            text += f", connecting at start to {', '.join(peers)} and exiting 1 when one does not answer"
         if model.run_seconds is None:
             text += " (it runs until stopped)"
         rt.log("behaviour-assumed", text, cause, container=model.name, image=model.image)

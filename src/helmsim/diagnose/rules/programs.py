@@ -118,6 +118,11 @@ _FIXES = {
         "spec.upgrade.disableWait; the hooks then run right after the objects are applied), or "
         "make it an ordinary object of the release"
     ),
+    "peer-not-ready": (
+        "if {container} retries {what} rather than exiting, say so in a catalog entry with retry "
+        "(.helmsim.yaml catalog:, docs/behaviour.md); otherwise start it once {what} is ready (an init "
+        "container that waits for it, or a HelmRelease this one dependsOn)"
+    ),
     "peer": (
         "make {what} exist before it runs (install what serves it first: a HelmRelease this one "
         "dependsOn, or a subchart), or point the container's configuration at a peer that exists"
@@ -163,36 +168,49 @@ def _check_kind(need: str) -> str:
 )
 def program_need_unmet(run: ProfileRun) -> list[Candidate]:
     """Containers whose runs ended on a check (an API not served, a webhook not ready, an object
-    missing, a condition never met) or on a peer whose name does not resolve (a Service that
-    does not exist)."""
+    missing, a condition never met), on a peer whose name does not resolve (a Service that does
+    not exist), or — when the release does not get Ready — on a peer that refused the connection
+    because no endpoint of it was ready yet."""
     out: dict[tuple[str, str], Candidate] = {}
     for ev in run.events(what="need-failed"):
         # net/http and Go's resolver: "dial tcp: lookup <name> on <dns>: no such host" (NXDOMAIN)
-        unresolved = bool(ev.data.get("network")) and "no such host" in str(ev.data.get("error") or "")
-        if (ev.data.get("network") and not unresolved) or not ev.obj.startswith("Pod/"):
+        error = str(ev.data.get("error") or "")
+        unresolved = bool(ev.data.get("network")) and "no such host" in error
+        # a Service without a ready endpoint yet: the kernel refuses the SYN (no backend)
+        refused = bool(ev.data.get("network")) and "connection refused" in error
+        if (ev.data.get("network") and not (unresolved or refused)) or not ev.obj.startswith("Pod/"):
             continue
         owner = run.owner_of_pod(ev.obj)
         located = run.resource(owner) if owner else None
         need = str(ev.data.get("need"))
         if owner is None or located is None:
             continue
-        kind = "peer" if unresolved else _check_kind(need)
+        kind = "peer" if unresolved else "peer-not-ready" if refused else _check_kind(need)
         # one finding per workload and check: each pod of a StatefulSet may check its own object
         key = (owner, f"{ev.data.get('container')}:{kind}:{ev.data.get('entry') or need}")
         if key in out:
             continue
         hr_ref = located[0]
         ready = run.ready(hr_ref)
+        if kind == "peer-not-ready" and ready:
+            continue  # it restarted until its peer was up: slower, not a failure
         clause, steps = consequences(run, owner, need=need, named=False)
         entry = str(ev.data.get("entry") or "")
         program = f" (catalog entry {entry.split(' ', 1)[0]})" if entry else ""
         missing = (
             f"which does not resolve ({_unresolved(run, need)})"
             if unresolved
+            else "which has no ready endpoint yet when it connects (connection refused)"
+            if refused
             else "which no program has left when it runs"
             if kind == "state"
             else "which the cluster does not have when it runs"
         )
+        if refused and not entry:
+            missing += (
+                ", and no behaviour is known for its image: helmsim assumed it connects once at start "
+                "and exits when refused (a program that retries would wait for its peer instead)"
+            )
         msg = (
             f"{owner}'s container {ev.data.get('container')}{program} needs {need}, {missing}{clause}"
             + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
@@ -216,7 +234,12 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             Severity.error if not ready else Severity.warning,
             msg,
             chain,
-            [Fix(_FIXES[kind].format(what=what, path=path), fixes.key("no-wait", hr_ref) if kind == "state" else None)],
+            [
+                Fix(
+                    _FIXES[kind].format(what=what, path=path, container=ev.data.get("container")),
+                    fixes.key("no-wait", hr_ref) if kind == "state" else None,
+                )
+            ],
             run.variant,
         )
     return list(out.values())
