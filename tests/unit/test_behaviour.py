@@ -537,5 +537,38 @@ def test_a_policy_port_becomes_the_service_port_leading_to_it() -> None:
     named = {**svc, "metadata": {"name": "kc-named", "namespace": NS}, "spec": {**svc["spec"], "ports": [{"port": 9000, "targetPort": "http"}]}}
     main = model_pod(_pod(), BehaviourContext(policies=[np], services=[svc, named])).container("main")
     services = [str(n) for n in main.needs if n.kind == "service"]
-    # a named targetPort may lead to any of the policy's ports: kept (the model does not read the pods' ports here)
+    # a named targetPort of pods the release does not hold may lead to any of the policy's ports: kept
     assert services == [f"svc/{NS}/kc:80", f"svc/{NS}/kc-named:9000"]
+
+
+@pytest.mark.parametrize(
+    ("ports", "expected"),
+    [
+        # kubernetes pkg/api/v1/pod/util.go FindPort: the name resolves on the pods behind it
+        ((("http", 8080),), [f"svc/{NS}/kc-named:9000"]),
+        ((("http", 9090),), []),  # the name leads to another port than the policy's
+        ((("jgroups", 7800),), []),  # bitnami/cassandra: a tls port no container declares
+    ],
+)
+def test_a_named_target_port_resolves_on_the_release_pods_behind_the_service(
+    ports: tuple[tuple[str, int], ...], expected: list[str]
+) -> None:
+    np = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "kc", "namespace": NS},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": "migrate"}},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "kc"}}}], "ports": [{"port": 8080}]}],
+        },
+    }
+    named = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "kc-named", "namespace": NS},
+        "spec": {"selector": {"app": "kc"}, "ports": [{"port": 9000, "targetPort": "http"}]},
+    }
+    ctx = BehaviourContext(policies=[np], services=[named], pod_templates=((NS, {"app": "kc"}, ports),))
+    main = model_pod(_pod(), ctx).container("main")
+    assert [str(n) for n in main.needs if n.kind == "service"] == expected

@@ -466,6 +466,9 @@ class BehaviourContext:
     """ServiceAccounts (to tell whether a pod gets a token: ``automountServiceAccountToken``)."""
     config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     services: Sequence[Mapping[str, Any]] = ()
+    pod_templates: Sequence[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = ()
+    """(namespace, labels, named container ports) of the release's pods and pod templates: what a
+    Service's named ``targetPort`` resolves to (kubernetes pkg/api/v1/pod FindPort)."""
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     apiserver_cluster_ip: str = addresses.APISERVER_CLUSTER_IP
     apiserver_endpoint: str = addresses.APISERVER_ENDPOINT
@@ -833,17 +836,31 @@ def _service_needs(
             # pkg/apis/networking/types.go NetworkPolicyPort): a client dials the Service port whose
             # targetPort it is (pkg/apis/core/types.go ServicePort: targetPort defaults to port).
             # A port no Service port leads to says nothing of what the pod dials through a Service.
-            # A named targetPort is the backing pods' containerPort of that name, which the model
-            # does not read here: it may lead to the policy's port, so it is kept.
+            # A named targetPort is the backing pods' containerPort of that name (kubernetes
+            # pkg/api/v1/pod/util.go FindPort): a name none of the release's pods behind the
+            # Service declares leads nowhere; pods from elsewhere are not known, so then it is kept.
             for want, proto in ports:
                 for p in svc_ports:
                     target = p.get("targetPort", p["port"])
                     if isinstance(target, str) and target.isdigit():
                         target = int(target)
-                    leads = target == want or (isinstance(target, str) and bool(target))
+                    leads = target == want or (
+                        isinstance(target, str) and bool(target) and _named_port_leads(sel, ns, target, want, ctx)
+                    )
                     if str(p.get("protocol") or "TCP").upper() == proto and leads:
                         out.append(Need("service", f"{ns}/{smeta.get('name')}", int(p["port"])))
     return out
+
+
+def _named_port_leads(selector: Mapping[str, Any], ns: str, name: str, want: int, ctx: BehaviourContext) -> bool:
+    """Whether the pods ``selector`` selects in ``ns`` may serve container port ``name`` on
+    ``want``: one of the release's pod templates behind it declares it, or none is known."""
+    behind = [
+        ports
+        for tpl_ns, labels, ports in ctx.pod_templates
+        if tpl_ns == ns and all(labels.get(str(k)) == str(v) for k, v in selector.items())
+    ]
+    return not behind or any((name, want) in ports for ports in behind)
 
 
 def _np_grants(

@@ -17,6 +17,7 @@ from typing import Any
 
 from helmsim.flux.helmrelease import HelmRelease
 from helmsim.helm.actions import ChartRelease
+from helmsim.kube.workloads import pod_template
 from helmsim.manifests import (
     HOOK_ANNOTATION,
     HOOK_DELETE_ANNOTATION,
@@ -93,14 +94,9 @@ def _map(chart: ChartRelease, fn: Callable[[Resource], Resource | None]) -> Char
 
 def pod_spec(body: dict[str, Any]) -> dict[str, Any] | None:
     """The pod spec of a Pod or of a workload's (or CronJob's) pod template."""
-    kind = body.get("kind")
-    spec = body.get("spec") or {}
-    if kind == "Pod":
-        return spec
-    if kind == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    tpl = spec.get("template") if isinstance(spec, dict) else None
-    return (tpl or {}).get("spec") if isinstance(tpl, dict) else None
+    tpl = pod_template(body)
+    spec = tpl.get("spec") if tpl is not None else None
+    return spec if isinstance(spec, dict) else None
 
 
 # --- the transforms ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""How many pods a workload object asks for, as its controller reads the spec."""
+"""Workload objects as their controllers read them: the pod template, how many pods."""
 
 from __future__ import annotations
 
@@ -7,6 +7,20 @@ from typing import Any
 
 # k8s.io/api apps/v1 and core/v1 SetDefaults_*: replicas defaults to 1.
 _REPLICATED = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"})
+
+
+def pod_template(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod a Pod is, or the pod template of a workload (``spec.template``) or CronJob
+    (``spec.jobTemplate.spec.template``): a mapping with ``metadata`` and ``spec``; None when
+    the object has none (k8s.io/api core/v1 PodTemplateSpec)."""
+    kind = body.get("kind")
+    if kind == "Pod":
+        return body
+    spec = body.get("spec") or {}
+    if kind == "CronJob" and isinstance(spec, Mapping):
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    tpl = spec.get("template") if isinstance(spec, Mapping) else None
+    return tpl if isinstance(tpl, Mapping) else None
 
 
 def _count(value: Any, default: int) -> int:

@@ -39,6 +39,7 @@ from helmsim.cluster.profile import addressing_of
 from helmsim.cluster.store import ApiUnreachable, clone, ref_of
 from helmsim.kube.gotime import go_duration
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
+from helmsim.kube.workloads import pod_template
 
 SOURCE = "kubelet"
 # kubernetes pkg/kubelet/active_deadline.go: reason and message of an expired activeDeadlineSeconds.
@@ -208,6 +209,23 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         for o in gather("ConfigMap")
     }
     addressing = addressing_of(sim.profile)
+    templates: list[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = []
+    for kind in _WORKLOAD_KINDS:
+        for o in sim.release_objects_of(kind):
+            tpl = pod_template(o)
+            if tpl is None:
+                continue
+            meta = tpl.get("metadata") or {}
+            named = tuple(
+                (str(p.get("name")), int(p["containerPort"]))
+                for c in [*((tpl.get("spec") or {}).get("containers") or ()), *((tpl.get("spec") or {}).get("initContainers") or ())]
+                if isinstance(c, Mapping)
+                for p in c.get("ports") or ()
+                if isinstance(p, Mapping) and p.get("name") and isinstance(p.get("containerPort"), int)
+            )
+            ns = str((o.get("metadata") or {}).get("namespace") or pod["metadata"].get("namespace") or "default")
+            labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            templates.append((ns, labels, named))
     return BehaviourContext(
         policies=gather("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"),
         bindings=gather("RoleBinding", "ClusterRoleBinding"),
@@ -215,6 +233,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         service_accounts=gather("ServiceAccount"),
         config_maps=config_maps,
         services=gather("Service"),
+        pod_templates=tuple(templates),
         namespace_labels={
             str(n["metadata"]["name"]): n["metadata"].get("labels") or {}
             for n in store.list("Namespace")
@@ -227,6 +246,10 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         catalog=sim.catalog,
     )
 
+
+_WORKLOAD_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob")
+"""The release objects whose pod templates a Service's named targetPort is resolved in (read
+from the release, which does not change during a run)."""
 
 _CONTEXT_KINDS = (
     "NetworkPolicy",
