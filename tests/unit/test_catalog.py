@@ -620,3 +620,57 @@ entries:
     else:
         assert model.checks == (Check("state", key),)
         assert model.writes == ("cache of af",)
+
+
+_PRIMARY_LABEL = """#!/bin/bash
+while true; do
+    while [ ! -f "/etc/shared/current" ]; do
+        sleep 1
+    done
+    kubectl label pod --field-selector metadata.name="$(< "/etc/shared/current")" isPrimary="true" --overwrite
+    rm "/etc/shared/current" "/etc/shared/previous"
+done
+"""
+
+
+def test_valkey_sentinel_pods_need_nothing_of_the_api_their_account_is_bound_for() -> None:
+    # bitnami/charts bitnami/valkey: the Role binds the pod's account for the kubectl-shared
+    # sidecar only, whose loop survives a failing kubectl; valkey and sentinel never call the API
+    pod = _pod(
+        [
+            {"name": "valkey", "image": "docker.io/bitnami/valkey:8.1.3", "command": ["/bin/bash", "-c"], "args": ["/opt/bitnami/scripts/start-scripts/start-node.sh"]},
+            {"name": "sentinel", "image": "docker.io/bitnami/valkey-sentinel:8.1.3"},
+            {
+                "name": "kubectl-shared",
+                "image": "docker.io/bitnami/kubectl:1.33.4",
+                "command": ["/opt/bitnami/scripts/kubectl-scripts/update-primary-label.sh"],
+                "volumeMounts": [{"name": "kubectl-scripts", "mountPath": "/opt/bitnami/scripts/kubectl-scripts"}],
+            },
+        ],
+        owner="StatefulSet",
+        policy="Always",
+    )
+    pod["spec"]["serviceAccountName"] = "vk"
+    pod["spec"]["volumes"] = [{"name": "kubectl-scripts", "configMap": {"name": "vk-scripts"}}]
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "vk", "namespace": "cert-manager"},
+        "roleRef": {"kind": "Role", "name": "vk"},
+        "subjects": [{"kind": "ServiceAccount", "name": "vk", "namespace": "cert-manager"}],
+    }
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "vk", "namespace": "cert-manager"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "patch"]}],
+    }
+    ctx = BehaviourContext(
+        catalog=builtin_catalog(), bindings=[binding], roles=[role],
+        config_maps={("cert-manager", "vk-scripts"): {"update-primary-label.sh": _PRIMARY_LABEL}},
+    )
+    model = model_pod(pod, ctx)
+    for name, entry in (("valkey", "bitnami-valkey"), ("sentinel", "bitnami-valkey"), ("kubectl-shared", "bitnami-kubectl-primary-label")):
+        container = model.container(name)
+        assert container.entry.startswith(entry + " ("), (name, container.entry)
+        assert container.needs == () and container.run_seconds is None
