@@ -228,6 +228,37 @@ class Check:
 
 
 @dataclass(frozen=True)
+class ProbeGate:
+    """Probes a serving program fails until ``state`` is in ``Simulation.external_state``: those
+    whose exec command matches ``exec`` or whose HTTP path matches ``http`` and not ``unless``
+    (fnmatch globs)."""
+
+    state: str
+    exec: tuple[str, ...] = ()
+    http: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
+    output: str = ""
+    reason: str = ""
+
+    def covers(self, probe: Mapping[str, Any] | None) -> bool:
+        """Whether ``probe`` (a container's probe) asks what the program answers as failed."""
+        if not isinstance(probe, Mapping):
+            return False
+        command = (probe.get("exec") or {}).get("command") if isinstance(probe.get("exec"), Mapping) else None
+        if isinstance(command, list):
+            text = " ".join(str(a) for a in command)
+            if any(fnmatch.fnmatchcase(text, g) for g in self.exec):
+                return True
+        http = probe.get("httpGet")
+        if isinstance(http, Mapping):
+            path = str(http.get("path") or "/")
+            return any(fnmatch.fnmatchcase(path, g) for g in self.http) and not any(
+                fnmatch.fnmatchcase(path, g) for g in self.unless
+            )
+        return False
+
+
+@dataclass(frozen=True)
 class Retry:
     """A program that tries its needs and checks again every ``interval`` while they fail.
 
@@ -286,6 +317,8 @@ class ContainerModel:
     """Objects it creates (when absent) as the pod's ServiceAccount after its needs pass."""
     writes: tuple[str, ...] = ()
     """State it leaves outside the cluster when it exits 0 (``Simulation.external_state``)."""
+    probe_gate: ProbeGate | None = None
+    """Probes it fails while it serves, until a state holds (Vault sealed)."""
     entry: str = ""
     """The catalog entry that described it (``name (origin)``), if any."""
     known: bool = False
@@ -1486,6 +1519,7 @@ def _container(
         liveness_after_needs=program.liveness_after_needs if program is not None else True,
         creates=program.creates if program is not None else (),
         writes=program.writes if program is not None else (),
+        probe_gate=program.probe_gate if program is not None else None,
         entry=program.entry if program is not None else "",
         known=known,
         log_ready=program.log_ready if program is not None else "",

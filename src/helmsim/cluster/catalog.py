@@ -183,6 +183,21 @@ class RetrySpec(_Model):
     """The error it reports when it gives up (default: the last failure's)."""
 
 
+class ProbesFailSpec(_Model):
+    """Probes the program answers as failed, though it serves, until a ``state`` holds (Vault's
+    health while it is not initialized and unsealed). A probe counts when its exec command
+    (joined by spaces) matches one of ``exec`` or its HTTP path one of ``http`` and none of
+    ``unless``; ``output`` is what the kubelet's Unhealthy event quotes."""
+
+    state: str = Field(min_length=1)
+    exec: list[str] = Field(default_factory=list)
+    http: list[str] = Field(default_factory=list)
+    unless: list[str] = Field(default_factory=list)
+    output: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+    """Why, in words, for the trace and the findings."""
+
+
 class Logs(_Model):
     """Log lines the program writes (``{error}`` is replaced by the failure's text; ``failed``
     omitted: ``Error: {error}``; ``failed: ""``: it prints nothing when it fails)."""
@@ -220,6 +235,8 @@ class EntrySpec(_Model):
     """After its needs and checks pass: runs this long then exits 0, or ``forever``; omitted:
     the default for the pod (5 s for Job and run-to-completion pods, else forever)."""
     probes: Literal["after-needs", "at-start"] = "after-needs"
+    probes_fail: ProbesFailSpec | None = None
+    """Probes that fail while it serves, until a state holds (see :class:`ProbesFailSpec`)."""
     """When its readiness and startup probes can succeed: once its needs and checks pass, or
     from the start (it serves its health endpoint before connecting anywhere)."""
     liveness: Literal["after-needs", "at-start"] | None = None

@@ -23,6 +23,7 @@ from helmsim.cluster.behaviour import (
     SHELLS,
     Check,
     Need,
+    ProbeGate,
     Retry,
     WaitLoop,
     _host_need,
@@ -192,6 +193,7 @@ class Program:
     liveness_after_needs: bool = True
     creates: tuple[Mapping[str, Any], ...] = ()
     writes: tuple[str, ...] = ()
+    probe_gate: ProbeGate | None = None
     log_ready: str = ""
     log_failed: str | None = ""
     log_waiting: str = ""
@@ -414,6 +416,14 @@ def _image_program(
             notes.append(f"cannot tell which state {text} it leaves from the container: not recorded")
             continue
         writes.append(key)
+    gate: ProbeGate | None = None
+    if spec.probes_fail is not None:
+        pf = spec.probes_fail
+        key = _template(pf.state, view, namespace)
+        if key is None:
+            notes.append(f"cannot tell which state {pf.state} its probes wait for from the container: taken as there")
+        else:
+            gate = ProbeGate(key, tuple(pf.exec), tuple(pf.http), tuple(pf.unless), pf.output, pf.reason)
     run = spec.run
     run_seconds = None if run in (None, "forever") else _duration(run, view)  # type: ignore[arg-type]
     if spec.api_server == "never":
@@ -433,6 +443,7 @@ def _image_program(
         liveness_after_needs=(spec.liveness or spec.probes) == "after-needs",
         creates=tuple(creates),
         writes=tuple(writes),
+        probe_gate=gate,
         log_ready=spec.logs.ready or "",
         log_failed=None if spec.logs.failed == "" else spec.logs.failed or "",
         log_waiting=spec.logs.waiting or "",

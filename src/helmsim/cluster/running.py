@@ -575,6 +575,9 @@ def schedule_probes(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], ru
     start = rt.sim.now
     probes = [p for p in ("startupProbe", "readinessProbe") if c.get(p)]
     waiting = model.probes_after_needs and bool(model.needs or model.checks or model.wait)
+    gated = _gated_probe(rt, c, model)
+    if gated is not None:
+        probes, waiting = [gated], True
     if not probes or not waiting:
         started, ready = probe_times(c, start, start)
         _schedule_marks(rt, st, run, start, started if c.get("startupProbe") else None, ready)
@@ -583,8 +586,18 @@ def schedule_probes(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], ru
     probe = c.get(probes[0]) or {}
     first, _ = _ticks(probe, start)
     label = "Startup" if probes[0] == "startupProbe" else "Readiness"
-    rt.sim.after(first - start, _probe_failed, rt, st, run, label, _probe_error(rt, c, probe))
+    error = model.probe_gate.output if gated is not None and model.probe_gate is not None else _probe_error(rt, c, probe)
+    rt.sim.after(first - start, _probe_failed, rt, st, run, label, error, gated is not None)
     _schedule_kill(rt, c, st, run, model)
+
+
+def _gated_probe(rt: PodRuntime, c: Mapping[str, Any], model: ContainerModel) -> str | None:
+    """The first of the container's startup and readiness probes that its program answers as
+    failed while the state its catalog entry names is not there (``probesFail``), else None."""
+    gate = model.probe_gate
+    if gate is None or gate.state in rt.sim.external_state:
+        return None
+    return next((p for p in ("startupProbe", "readinessProbe") if gate.covers(c.get(p))), None)
 
 
 def _schedule_kill(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], run: int, model: ContainerModel) -> None:
@@ -601,7 +614,7 @@ def _schedule_kill(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], run
     first, period = _ticks(probe, rt.sim.now)
     threshold = int(probe.get("failureThreshold") or FAILURE_THRESHOLD)
     at = first + (threshold - 1) * period
-    rt.sim.after(at - rt.sim.now, _probe_kill, rt, st, run, label, threshold, _probe_error(rt, c, probe))
+    rt.sim.after(at - rt.sim.now, _probe_kill, rt, st, run, label, threshold, _probe_error(rt, c, probe), probe)
 
 
 PROBE_KILL = "probe-kill"
@@ -612,12 +625,18 @@ def is_probe_kill(cause: Any) -> bool:
     return isinstance(cause, tuple) and bool(cause) and cause[0] == PROBE_KILL
 
 
-def _probe_kill(rt: PodRuntime, st: dict[str, Any], run: int, label: str, threshold: int, error: str) -> None:
+def _probe_kill(
+    rt: PodRuntime, st: dict[str, Any], run: int, label: str, threshold: int, error: str,
+    probe: Mapping[str, Any] | None = None,
+) -> None:
     name = st["name"]
     if rt.stopped or rt.runs[name] != run + 1 or "running" not in st["state"]:
         return
     if rt.pending_probes.get(name, (None, 0.0))[0] != run:
         return  # it serves: the probe passed
+    gate = rt.model.containers[name].probe_gate if rt.model is not None and name in rt.model.containers else None
+    if gate is not None and rt.gated_serving.get(name) == run and not gate.covers(probe):
+        return  # it serves, and this probe is not one it answers as failed
     proc = rt.procs.get(name)
     if proc is None or not proc.is_alive:
         return
@@ -648,7 +667,7 @@ def _schedule_marks(rt: PodRuntime, st: dict[str, Any], run: int, now: float, st
         rt.sim.after(max(0.0, ready - now), rt.mark, st, run, "ready")
 
 
-def _probe_failed(rt: PodRuntime, st: dict[str, Any], run: int, label: str, error: str) -> None:
+def _probe_failed(rt: PodRuntime, st: dict[str, Any], run: int, label: str, error: str, gated: bool = False) -> None:
     name = st["name"]
     if rt.stopped or rt.runs[name] != run + 1 or "running" not in st["state"]:
         return
@@ -656,20 +675,31 @@ def _probe_failed(rt: PodRuntime, st: dict[str, Any], run: int, label: str, erro
         return  # serving already
     # kubernetes pkg/kubelet/prober/prober.go: "<Readiness|Startup> probe failed: <output>".
     ev = rt.event("Warning", "Unhealthy", f"{label} probe failed: {error}")
-    rt.log(
-        "probe-failed",
-        f"{name}: {label.lower()} probe fails while the process is not serving (it is still connecting or waiting)",
-        ev,
-        container=name,
-        probe=label.lower(),
+    gate = rt.model.containers[name].probe_gate if rt.model is not None and name in rt.model.containers else None
+    why = (
+        f"{name}: {label.lower()} probe fails while it serves: {gate.reason}"
+        if gated and gate is not None
+        else f"{name}: {label.lower()} probe fails while the process is not serving (it is still connecting or waiting)"
     )
+    extra = {"reason": gate.reason, "entry": rt.model.containers[name].entry} if gated and gate is not None and rt.model else {}
+    rt.log("probe-failed", why, ev, container=name, probe=label.lower(), gated=gated, **extra)
 
 
 def now_serving(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], run: int) -> None:
     """The process of run ``run`` serves from now: schedule its probes' first successes."""
-    pending = rt.pending_probes.pop(st["name"], None)
+    pending = rt.pending_probes.get(st["name"])
     if pending is None or pending[0] != run:
         return
+    model = rt.model.containers.get(st["name"]) if rt.model is not None else None
+    if model is not None and _gated_probe(rt, c, model) is not None:
+        # it serves, but answers its probes as failed until the state is there: look again
+        # at each probe period (a program of the simulation may leave it meanwhile)
+        rt.gated_serving[st["name"]] = run
+        probe = c.get(_gated_probe(rt, c, model) or "") or {}
+        _, period = _ticks(probe, rt.sim.now)
+        rt.sim.after(period, now_serving, rt, c, st, run)
+        return
+    rt.pending_probes.pop(st["name"], None)
     start = pending[1]
     started, ready = probe_times(c, start, rt.sim.now)
     _schedule_marks(rt, st, run, rt.sim.now, started if c.get("startupProbe") else None, ready)

@@ -400,6 +400,9 @@ class PodRuntime:
         self.runs: dict[str, int] = defaultdict(int)
         self.pending_probes: dict[str, tuple[int, float]] = {}
         """Containers whose probes wait for the process to serve: name → (run, start)."""
+        self.gated_serving: dict[str, int] = {}
+        """Containers (name → run) that serve while their catalog entry fails their probes
+        (``probesFail``): a liveness probe the gate does not cover passes."""
         self.activity: dict[str, str] = {}
         """What each container's program is doing while it does not serve (for the trace)."""
         self.last_event: int | None = None

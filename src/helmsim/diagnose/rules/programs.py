@@ -118,6 +118,13 @@ _FIXES = {
         "spec.upgrade.disableWait; the hooks then run right after the objects are applied), or "
         "make it an ordinary object of the release"
     ),
+    # hashicorp/vault-helm docs (probes): a readiness path that accepts a sealed, uninitialized Vault
+    "probe-gate": (
+        "make the probe not ask for what the program waits for (Vault: a readiness path that "
+        "accepts a sealed, uninitialized server, /v1/sys/health?standbyok=true&sealedcode=204&uninitcode=204), "
+        "or disable Helm's wait for this release (HelmRelease spec.install.disableWait and "
+        "spec.upgrade.disableWait) and do that step after the install (vault operator init and unseal, or auto-unseal)"
+    ),
     "peer-not-ready": (
         "if {container} retries {what} rather than exiting, say so in a catalog entry with retry "
         "(.helmsim.yaml catalog:, docs/behaviour.md); otherwise start it once {what} is ready (an init "
@@ -241,5 +248,27 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
                 )
             ],
             run.variant,
+        )
+    for ev in run.events(what="probe-failed"):
+        if not ev.data.get("gated") or not ev.obj.startswith("Pod/"):
+            continue
+        owner = run.owner_of_pod(ev.obj)
+        located = run.resource(owner) if owner else None
+        if owner is None or located is None:
+            continue
+        key = (owner, f"{ev.data.get('container')}:probe-gate")
+        hr_ref = located[0]
+        if key in out or run.ready(hr_ref):
+            continue
+        entry = str(ev.data.get("entry") or "").split(" ", 1)[0]
+        msg = (
+            f"{owner}'s container {ev.data.get('container')} (catalog entry {entry}) serves, but answers its "
+            f"{ev.data.get('probe')} probe as failed: {ev.data.get('reason')}; its pods are never Ready and the "
+            f"release ends {run.outcome(hr_ref).outcome}"
+        )
+        chain = [step(ev, ev.message), *run.failure_tail(hr_ref)]
+        out[key] = Candidate(
+            "HS116", hr_ref, owner, Severity.error, msg, sorted(chain, key=lambda s: s.time),
+            [Fix(_FIXES["probe-gate"], fixes.key("no-wait", hr_ref))], run.variant,
         )
     return list(out.values())
