@@ -59,7 +59,8 @@ _MATERIAL_WORDS = frozenset(
     }
 )
 # A last word that makes the key name, locate or describe a secret rather than hold it
-# (secretName, tokenPath, passwordFile, keyRef, existingSecret, tokenTTL, keySize).
+# (secretName, tokenPath, passwordFile, keyRef, existingSecret, tokenTTL, keySize), or name whom
+# it belongs to (auth.username).
 _REFERENCE_LAST = frozenset(
     {
         "name", "names", "ref", "refs", "reference", "path", "paths", "file", "files", "dir",
@@ -72,6 +73,8 @@ _REFERENCE_LAST = frozenset(
         "prefix", "suffix", "hint", "pattern", "regex", "env", "var", "header", "scope",
         "scopes", "usage", "usages", "store", "class", "template", "annotations", "labels",
         "config", "configuration", "manager", "from",
+        # who, not what proves it: auth.username, basicAuth.user (a password's holder is no secret)
+        "username", "usernames", "user", "users", "login", "email",
     }
 )
 _REFERENCE_FIRST = frozenset({"existing", "use"})

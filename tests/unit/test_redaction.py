@@ -63,6 +63,11 @@ from helmsim.redaction import (
         ("authType", False),
         ("secretNamespace", False),
         ("passwordSecretRef", False),
+        # whom a secret belongs to, not the secret
+        ("auth.username", False),
+        ("basicAuth.user", False),
+        ("AUTH_USER", False),
+        ("userPassword", True),
         # the bare key `key` and structural keys
         ("key", False),
         ("keys", False),
@@ -145,6 +150,11 @@ def test_secret_like_values_are_hashed_in_place(text: str, secret: str, kept: st
         "couldn't find key password in Secret default/db",
         "secretName: db-creds",
         "key: password",
+        # bitnami/charts bitnami/memcached templates/_helpers.tpl: a chart's own fail text, keyed
+        # by a username (who holds the password is no secret)
+        'memcached: auth.username: Enabling authentication requires setting a valid admin username. '
+        'Please set a valid username (--set auth.username="xxxx")',
+        "basicAuth.user: admin",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
