@@ -231,7 +231,7 @@ def render_chart(
     except engine_worker.EngineError as err:
         raise InputError(f"cannot load chart: {_sdk_message(err)}", file=subject) from None
     meta = chart["metadata"]
-    notes = _check_chart(path, meta, chart["dependencies"])  # the chart stays loaded for the render
+    _check_chart(path, meta, chart["dependencies"])  # the chart stays loaded for the render
     stored: ChartRecord | None = None
     if record:
         from helmsim.helm.record import ChartRecord
@@ -277,6 +277,7 @@ def render_chart(
     limits.check(
         "max_file_size", sum(len(c) for c in rendered.values()), "rendered manifest", file=subject
     )
+    notes = _version_notes(path, meta, chart["dependencies"], rendered)
     files = [
         RenderedFile(path=name, content=content)
         for name, content in sorted(rendered.items())
@@ -292,19 +293,31 @@ def render_chart(
     )
 
 
-def _check_chart(path: Path, meta: Mapping[str, Any], loaded: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What ``helm install``/``template`` check before rendering; returns the notes."""
+def _check_chart(path: Path, meta: Mapping[str, Any], loaded: Sequence[Mapping[str, Any]]) -> None:
+    """What ``helm install``/``template`` check before rendering."""
     from helmsim.helm import dependencies
 
     chart_type = str(meta.get("type") or "")
     if chart_type not in ("", "application"):
         # helm/helm pkg/cmd/install.go checkIfInstallable
         raise InputError(f"{chart_type} charts are not installable", file=str(path))
-    deps = dependencies.declared(path, meta)
-    absent = dependencies.missing(deps, loaded)
+    absent = dependencies.missing(dependencies.declared(path, meta), loaded)
     if absent:
         raise dependencies.missing_error(path, absent)
-    return dependencies.version_notes(deps, loaded, f"{meta.get('name', '')}@{meta.get('version', '')}")
+
+
+def _version_notes(
+    path: Path, meta: Mapping[str, Any], loaded: Sequence[Mapping[str, Any]], rendered: Mapping[str, str]
+) -> list[str]:
+    """The notes on vendored subcharts outside their declared range, knowing which subcharts
+    the render kept (a disabled one is removed by name, its version aside)."""
+    from helmsim.helm import dependencies
+
+    name = str(meta.get("name", ""))
+    kept = {key.split("/", 3)[2] for key in rendered if key.startswith(f"{name}/charts/") and key.count("/") >= 3}
+    return dependencies.version_notes(
+        dependencies.declared(path, meta), loaded, f"{name}@{meta.get('version', '')}", rendered_subcharts=kept
+    )
 
 
 _TEMPLATE_POS = re.compile(r"^(?:template: )?([^:\s]+):(\d+)(?::\d+)?:?\s*")

@@ -109,3 +109,32 @@ def test_library_chart_is_not_installable() -> None:
     with pytest.raises(InputError) as err:
         render.render_chart(HERE / "library-common", render.RenderOptions())
     assert str(err.value) == f"{HERE / 'library-common'}: library charts are not installable"
+
+
+def _out_of_range(tmp_path: Path, enabled: bool) -> Path:
+    """platform with one dependency, ``cache`` ``>=2.0.0`` behind ``cache.enabled``, while
+    charts/ holds cache 1.2.7 (prometheus-community/helm-charts
+    charts/prometheus-kafka-exporter/Chart.yaml: kafka 32.4.3 behind kafka.enabled, false)."""
+    chart = tmp_path / "platform"
+    shutil.copytree(HERE / "subchart-options", chart)
+    (chart / "Chart.yaml").write_text(
+        "apiVersion: v2\nname: platform\nversion: 2.0.0\ndependencies:\n"
+        '  - name: cache\n    version: ">=2.0.0"\n    condition: cache.enabled\n'
+    )
+    (chart / "values.yaml").write_text(f"cache:\n  enabled: {str(enabled).lower()}\n")
+    (chart / "templates" / "configmap.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\n")
+    return chart
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_an_out_of_range_subchart_disabled_by_its_condition_is_not_said_to_render(tmp_path: Path, enabled: bool) -> None:
+    # pkg/chart/v2/util/dependencies.go processDependencyEnabled: a disabled dependency's
+    # subchart is removed by name, whatever its version
+    out = render.render_chart(_out_of_range(tmp_path, enabled), render.RenderOptions(release_name="r"))
+    (note,) = out.notes
+    rendered = any(f.path.startswith("platform/charts/cache/") for f in out.files)
+    assert rendered is enabled
+    if enabled:
+        assert note.endswith("Helm still renders charts/cache 1.2.7 under its own name, as an undeclared subchart")
+    else:
+        assert note.endswith("it is disabled here (its condition or tags), so Helm renders no charts/cache")

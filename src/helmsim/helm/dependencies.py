@@ -11,7 +11,7 @@ is outside the declared range, so that is a note, not an error).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,12 +82,16 @@ def is_compatible_range(constraint: str, version: str) -> bool:
         return False
 
 
-def version_notes(deps: Sequence[Declared], loaded: Sequence[Mapping[str, Any]], chart: str) -> list[str]:
+def version_notes(
+    deps: Sequence[Declared], loaded: Sequence[Mapping[str, Any]], chart: str, *, rendered_subcharts: Container[str] | None = None
+) -> list[str]:
     """A note per declared dependency whose vendored subchart is outside its range, saying what
     Helm's render then does (pkg/chart/v2/util/dependencies.go processDependencyEnabled): the
     entry gets no subchart (getAliasDependency skips an incompatible version), and a vendored
     chart no entry accepts is still rendered, under its own name, as if undeclared.
-    ``helm dependency list`` calls both "wrong version"; CheckDependencies compares names only."""
+    ``helm dependency list`` calls both "wrong version"; CheckDependencies compares names only.
+    ``rendered_subcharts``: the subchart directories the render kept — a dependency disabled by
+    its condition or tags is removed by name whatever its version (None: not known)."""
     notes = []
     for dep in deps:
         subs = [str(sub.get("version") or "") for sub in loaded if str(sub.get("name") or "") == dep.name]
@@ -102,6 +106,13 @@ def version_notes(deps: Sequence[Declared], loaded: Sequence[Mapping[str, Any]],
         ]
         if accepted:
             what = f"Helm renders no subchart for {dep.alias or dep.name}"
+        elif (
+            rendered_subcharts is not None
+            and dep.name not in rendered_subcharts
+            # a library chart renders no file of its own even when kept
+            and all(str(sub.get("type") or "") != "library" for sub in loaded if str(sub.get("name") or "") == dep.name)
+        ):
+            what = f"it is disabled here (its condition or tags), so Helm renders no charts/{dep.name}"
         else:
             what = f"Helm still renders charts/{dep.name} {have} under its own name, as an undeclared subchart"
         notes.append(
