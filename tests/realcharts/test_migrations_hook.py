@@ -53,3 +53,18 @@ def test_check_proposes_disabling_the_wait_and_verifies_it() -> None:
     assert f"needs the {SCHEMA} (left outside the cluster by another program), which no program has left" in finding.message
     (fix,) = finding.fixes
     assert "spec.install.disableWait" in fix.summary and fix.verified is True
+
+
+def test_apache_airflows_own_chart_deadlocks_the_same_way() -> None:
+    # apache/airflow chart/: migrateDatabaseJob.useHelmHooks (post-install) and the
+    # wait-for-airflow-migrations init container (airflow db check-migrations, 60 s, then exit 1)
+    result = simulate_chart("migrations-hook", "kind", values=("ci/apache-values.yaml",))
+    (release,) = result.releases
+    assert release.outcome == "Stalled", release.message
+    failed = [e for e in result.trace if e.what == "need-failed" and "wait-for-db-migrations" in e.message]
+    assert failed and failed[0].data["error"].startswith("TimeoutError: There are still unapplied migrations after 60 seconds")
+    started = min(e.time for e in result.trace if e.obj == failed[0].obj and e.message == "Started container wait-for-db-migrations")
+    assert failed[0].time - started >= 60  # it waited its --migration-wait-timeout
+    assert not [e for e in result.trace if e.obj == failed[0].obj and "wait-for-db-migrations connected to kube-apiserver" in e.message]
+    (ready,) = simulate_chart("migrations-hook", "kind", values=("ci/apache-values.yaml", *PLAIN_JOB)).releases
+    assert ready.outcome == "Ready", ready.message

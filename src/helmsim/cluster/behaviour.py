@@ -1476,7 +1476,9 @@ def _container(
         for need, why in fetches(view.script, namespace, ctx.cluster_domain, ctx.services_by_name(namespace)):
             needs.append(need)
             notes.append(why)
-    if applies or (program is not None and (program.checks or program.creates)):
+    # checks go through the API server, except a state left outside the cluster (a database's)
+    api_checks = program is not None and any(c.kind != "state" for c in program.checks)
+    if applies or api_checks or (program is not None and program.creates):
         needs.insert(0, Need("kube-apiserver"))
     needs = _with_dns(_dedupe(needs), notes)
     known = program is not None or bool(applies)
