@@ -514,20 +514,23 @@ def test_shell_variables_holding_a_manifest_are_expanded() -> None:
     assert "$claimed" in out  # a longer name is not touched
 
 
+def _egress_policy(egress: list[dict[str, Any]]) -> dict[str, Any]:
+    """A NetworkPolicy ``kc`` of the migrate pods with these egress rules."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "kc", "namespace": NS},
+        "spec": {"podSelector": {"matchLabels": {"app": "migrate"}}, "policyTypes": ["Egress"], "egress": egress},
+    }
+
+
 def test_a_policy_port_becomes_the_service_port_leading_to_it() -> None:
     # bitnami/keycloak templates/networkpolicy.yaml: egress to its own pods on 8080 (HTTP, the
     # Service's port 80 leads there) and 7800 (JGroups, pod to pod: no Service port leads there);
     # bitnami/rabbitmq: amqps 5671 listed while the Service does not serve it
-    np = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": "kc", "namespace": NS},
-        "spec": {
-            "podSelector": {"matchLabels": {"app": "migrate"}},
-            "policyTypes": ["Egress"],
-            "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "kc"}}}], "ports": [{"port": 8080}, {"port": 7800}, {"port": 5671}]}],
-        },
-    }
+    np = _egress_policy(
+        [{"to": [{"podSelector": {"matchLabels": {"app": "kc"}}}], "ports": [{"port": 8080}, {"port": 7800}, {"port": 5671}]}]
+    )
     svc = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -553,16 +556,7 @@ def test_a_policy_port_becomes_the_service_port_leading_to_it() -> None:
 def test_a_named_target_port_resolves_on_the_release_pods_behind_the_service(
     ports: tuple[tuple[str, int], ...], expected: list[str]
 ) -> None:
-    np = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": "kc", "namespace": NS},
-        "spec": {
-            "podSelector": {"matchLabels": {"app": "migrate"}},
-            "policyTypes": ["Egress"],
-            "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "kc"}}}], "ports": [{"port": 8080}]}],
-        },
-    }
+    np = _egress_policy([{"to": [{"podSelector": {"matchLabels": {"app": "kc"}}}], "ports": [{"port": 8080}]}])
     named = {
         "apiVersion": "v1",
         "kind": "Service",
