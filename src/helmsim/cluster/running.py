@@ -21,7 +21,7 @@ import re
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from helmsim.cluster.behaviour import Check, ContainerModel
+from helmsim.cluster.behaviour import Check, ContainerModel, ProbeGate
 from helmsim.cluster.selectors import matches_map
 from helmsim.cluster.store import ApiError, ApiUnreachable
 
@@ -591,6 +591,12 @@ def schedule_probes(rt: PodRuntime, c: Mapping[str, Any], st: dict[str, Any], ru
     _schedule_kill(rt, c, st, run, model)
 
 
+def _gate_of(rt: PodRuntime, name: str) -> ProbeGate | None:
+    """The probe gate of container ``name``'s catalog entry (``probesFail``), if any."""
+    model = rt.model.containers.get(name) if rt.model is not None else None
+    return model.probe_gate if model is not None else None
+
+
 def _gated_probe(rt: PodRuntime, c: Mapping[str, Any], model: ContainerModel) -> str | None:
     """The first of the container's startup and readiness probes that its program answers as
     failed while the state its catalog entry names is not there (``probesFail``), else None."""
@@ -634,7 +640,7 @@ def _probe_kill(
         return
     if rt.pending_probes.get(name, (None, 0.0))[0] != run:
         return  # it serves: the probe passed
-    gate = rt.model.containers[name].probe_gate if rt.model is not None and name in rt.model.containers else None
+    gate = _gate_of(rt, name)
     if gate is not None and rt.gated_serving.get(name) == run and not gate.covers(probe):
         return  # it serves, and this probe is not one it answers as failed
     proc = rt.procs.get(name)
@@ -675,13 +681,13 @@ def _probe_failed(rt: PodRuntime, st: dict[str, Any], run: int, label: str, erro
         return  # serving already
     # kubernetes pkg/kubelet/prober/prober.go: "<Readiness|Startup> probe failed: <output>".
     ev = rt.event("Warning", "Unhealthy", f"{label} probe failed: {error}")
-    gate = rt.model.containers[name].probe_gate if rt.model is not None and name in rt.model.containers else None
+    gate = _gate_of(rt, name) if gated else None
     why = (
         f"{name}: {label.lower()} probe fails while it serves: {gate.reason}"
         if gated and gate is not None
         else f"{name}: {label.lower()} probe fails while the process is not serving (it is still connecting or waiting)"
     )
-    extra = {"reason": gate.reason, "entry": rt.model.containers[name].entry} if gated and gate is not None and rt.model else {}
+    extra = {"reason": gate.reason, "entry": rt.model.containers[name].entry} if gate is not None and rt.model else {}
     rt.log("probe-failed", why, ev, container=name, probe=label.lower(), gated=gated, **extra)
 
 
