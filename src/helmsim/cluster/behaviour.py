@@ -178,6 +178,8 @@ class WaitLoop:
 
 
 CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state"]
+STATE_SUFFIX = " (left outside the cluster by another program)"
+"""How a ``state`` check reads in needs and findings: ``the <state> (left outside …)``."""
 
 
 @dataclass(frozen=True)
@@ -223,7 +225,7 @@ class Check:
         if self.kind == "rollout":
             return f"{self.target} rolled out"
         if self.kind == "state":
-            return f"the {self.target} (left outside the cluster by another program)"
+            return f"the {self.target}{STATE_SUFFIX}"
         return f"{self.target} deleted"
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from helmsim.cluster.behaviour import STATE_SUFFIX
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
@@ -157,7 +158,7 @@ def _unresolved(run: ProfileRun, need: str) -> str:
 
 
 def _check_kind(need: str) -> str:
-    if need.endswith(" (left outside the cluster by another program)"):
+    if need.endswith(STATE_SUFFIX):
         return "state"
     if need.endswith(" API served"):
         return "api"
@@ -233,7 +234,7 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             gv, _, api_kind = what.removesuffix(" API").rpartition("/")
             what = f"{api_kind} ({gv})"
         if kind == "state":
-            what = what.removesuffix(" (left outside the cluster by another program)")
+            what = what.removesuffix(STATE_SUFFIX)
         out[key] = Candidate(
             "HS116",
             hr_ref,
