@@ -290,3 +290,33 @@ def test_the_load_balancer_controller_is_read_from_the_dumps_services(
         assert "loadBalancer:" not in text
     else:
         assert note in text
+
+
+@pytest.mark.parametrize(
+    ("kubelet_config", "expected"),
+    [
+        (None, "self-signed"),  # kind: kubeadm-config alone, kubeadm's default
+        ("serverTLSBootstrap: true\n", "cluster-ca"),
+        ("rotateCertificates: true\n", "self-signed"),
+    ],
+)
+def test_kubelet_serving_certificates_come_from_the_kubeadm_configmaps(
+    tmp_path: Path, kubelet_config: str | None, expected: str
+) -> None:
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for f in (DATA / "kind").iterdir():
+        (dump / f.name).write_text(f.read_text())
+    if kubelet_config is not None:
+        # kubernetes/website docs/tasks/administer-cluster/kubeadm/kubeadm-certs.md: the
+        # kubelet-config ConfigMap holds the cluster's KubeletConfiguration
+        cm = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "kubelet-config", "namespace": "kube-system"},
+            "data": {"kubelet": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n" + kubelet_config},
+        }
+        (dump / "kubelet-config.yaml").write_text(yaml.safe_dump(cm))
+    out = tmp_path / "imported.yaml"
+    assert runner.invoke(app, ["profiles", "import", str(dump), "-o", str(out)]).exit_code == 0
+    assert load_profile(str(out)).kubelet_serving_certificates == expected

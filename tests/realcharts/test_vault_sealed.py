@@ -40,5 +40,6 @@ def test_check_explains_the_seal_and_verifies_disabling_the_wait() -> None:
         "StatefulSet/default/vault-sealed's container vault (catalog entry vault-server-script) serves, but answers its "
         "readiness probe as failed: Vault is not initialized and is sealed"
     )
-    (fix,) = finding.fixes
-    assert "uninitcode=204" in fix.summary and fix.verified is True
+    probe_fix, no_wait = finding.fixes
+    assert "uninitcode=204" in probe_fix.summary
+    assert "spec.install.disableWait" in no_wait.summary and no_wait.verified is True

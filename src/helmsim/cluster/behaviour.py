@@ -241,6 +241,8 @@ class ProbeGate:
     unless: tuple[str, ...] = ()
     output: str = ""
     reason: str = ""
+    fix: str = ""
+    after_install: bool = False
 
     def covers(self, probe: Mapping[str, Any] | None) -> bool:
         """Whether ``probe`` (a container's probe) asks what the program answers as failed."""

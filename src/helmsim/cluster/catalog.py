@@ -193,9 +193,16 @@ class ProbesFailSpec(_Model):
     exec: list[str] = Field(default_factory=list)
     http: list[str] = Field(default_factory=list)
     unless: list[str] = Field(default_factory=list)
+    unless_args: list[str] = Field(default_factory=list)
+    """No probe fails when an element of command + args matches one of these globs."""
     output: str = Field(min_length=1)
     reason: str = Field(min_length=1)
     """Why, in words, for the trace and the findings."""
+    fix: str = Field(min_length=1)
+    """What makes the probes pass, for the finding."""
+    after_install: bool = False
+    """The step is meant to follow the install (Vault's init and unseal): the finding also
+    proposes disabling Helm's wait, verified by re-simulation."""
 
 
 class Logs(_Model):

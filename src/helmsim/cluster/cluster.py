@@ -18,6 +18,10 @@ from helmsim.cluster.engine import Simulation
 from helmsim.cluster.profile import ClusterProfile
 
 
+KUBELET_CERTS_VERIFIABLE = "kubelet serving certificates signed by the cluster CA"
+"""The ``external_state`` fact of a profile with ``kubeletServingCertificates: cluster-ca``."""
+
+
 def build_cluster(
     profile: ClusterProfile,
     *,
@@ -47,6 +51,9 @@ def build_cluster(
         faults=faults,
     )
     seed_cluster(sim)
+    if profile.kubelet_serving_certificates == "cluster-ca":
+        # a fact of the cluster's setup programs' catalog entries may depend on (metrics-server)
+        sim.external_state.add(KUBELET_CERTS_VERIFIABLE)
     for ns in sorted(set(namespaces)):
         if sim.store.get("Namespace", None, ns) is None:
             sim.store.create(

@@ -71,7 +71,8 @@ class Simulation:
         self.network: NetworkState | None = None
         self.external_state: set[str] = set()
         """State programs left outside the cluster (a catalog entry's ``writes``: a database
-        schema migrated), which other programs' ``state`` checks read."""
+        schema migrated) and facts of the cluster's setup (kubelet serving certificates signed by
+        its CA), which programs' ``state`` checks and ``probesFail`` read."""
         """The network state (``helmsim.cluster.netstate.network_state`` makes it on first use)."""
         self._release_by_kind: dict[str, list[Mapping[str, Any]]] | None = None
         self._latencies: dict[str, LatencyLike] = {}  # the profile's, looked up once per name

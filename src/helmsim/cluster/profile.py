@@ -497,6 +497,10 @@ class ClusterProfile(_Model):
     kubelet_backoff_initial_seconds: float = Field(default=10.0, ge=0)
     kubelet_backoff_cap_seconds: float = Field(default=300.0, ge=0)
     addressing: Addressing = Field(default_factory=Addressing)
+    kubelet_serving_certificates: Literal["self-signed", "cluster-ca"] = "cluster-ca"
+    """How the kubelets' serving certificates are signed: ``self-signed`` (kubeadm's default:
+    kind, Cluster API's kubeadm bootstrap), or by the cluster's CA (managed clusters, k3s), so a
+    client that verifies them (metrics-server) can reach the kubelets."""
     load_balancer: Literal["none", "hostname", "ip"] = "none"
     """What fills a LoadBalancer Service's ``status.loadBalancer.ingress``: ``none`` (kind and a
     bare cluster: nothing, EXTERNAL-IP stays <pending>), or a controller (the cloud provider's

@@ -417,13 +417,17 @@ def _image_program(
             continue
         writes.append(key)
     gate: ProbeGate | None = None
-    if spec.probes_fail is not None:
+    if spec.probes_fail is not None and not any(
+        fnmatch.fnmatchcase(a, g) for a in view.argv for g in spec.probes_fail.unless_args
+    ):
         pf = spec.probes_fail
         key = _template(pf.state, view, namespace)
         if key is None:
             notes.append(f"cannot tell which state {pf.state} its probes wait for from the container: taken as there")
         else:
-            gate = ProbeGate(key, tuple(pf.exec), tuple(pf.http), tuple(pf.unless), pf.output, pf.reason)
+            gate = ProbeGate(
+                key, tuple(pf.exec), tuple(pf.http), tuple(pf.unless), pf.output, pf.reason, pf.fix, pf.after_install
+            )
     run = spec.run
     run_seconds = None if run in (None, "forever") else _duration(run, view)  # type: ignore[arg-type]
     if spec.api_server == "never":

@@ -687,7 +687,11 @@ def _probe_failed(rt: PodRuntime, st: dict[str, Any], run: int, label: str, erro
         if gated and gate is not None
         else f"{name}: {label.lower()} probe fails while the process is not serving (it is still connecting or waiting)"
     )
-    extra = {"reason": gate.reason, "entry": rt.model.containers[name].entry} if gate is not None and rt.model else {}
+    extra = (
+        {"reason": gate.reason, "entry": rt.model.containers[name].entry, "fix": gate.fix, "afterInstall": gate.after_install}
+        if gate is not None and rt.model
+        else {}
+    )
     rt.log("probe-failed", why, ev, container=name, probe=label.lower(), gated=gated, **extra)
 
 

@@ -111,6 +111,7 @@ def build_draft(
     _latencies(draft, prior, prior_label)
     _addressing(draft, dump, platform)
     _load_balancer(draft, dump)
+    _kubelet_certificates(draft, dump)
     _policies(draft, dump)
     return draft
 
@@ -135,6 +136,33 @@ def _load_balancer(draft: Draft, dump: Dump) -> None:
             ("loadBalancer",),
             "none",
             f"INFERRED: {len(services)} LoadBalancer Service(s), none with an address ({o.cite()} EXTERNAL-IP <pending>)",
+        )
+
+
+def _kubelet_certificates(draft: Draft, dump: Dump) -> None:
+    """``kubeletServingCertificates`` of a kubeadm cluster: its kubelet-config ConfigMap's
+    KubeletConfiguration says whether kubelets bootstrap CA-signed serving certificates
+    (``serverTLSBootstrap``); without it, kubeadm's ClusterConfiguration alone says kubeadm built
+    the cluster, whose default is self-signed (kubernetes/website
+    docs/tasks/administer-cluster/kubeadm/kubeadm-certs.md). Other clusters: nothing said."""
+    maps = {o.name: o for o in dump.of("ConfigMap", "kube-system")}
+    kubelet = maps.get("kubelet-config")
+    if kubelet is not None:
+        try:
+            config = yaml.safe_load(str(_map(kubelet.obj.get("data")).get("kubelet") or "")) or {}
+        except yaml.YAMLError:
+            config = {}
+        bootstrap = bool(_map(config).get("serverTLSBootstrap"))
+        draft.put(
+            ("kubeletServingCertificates",),
+            "cluster-ca" if bootstrap else "self-signed",
+            f"{kubelet.cite()} serverTLSBootstrap: {str(bootstrap).lower()}",
+        )
+    elif "kubeadm-config" in maps:
+        draft.put(
+            ("kubeletServingCertificates",),
+            "self-signed",
+            f"INFERRED: {maps['kubeadm-config'].cite()} (kubeadm built it; its kubelets' serving certificates are self-signed by default)",
         )
 
 

@@ -119,13 +119,6 @@ _FIXES = {
         "spec.upgrade.disableWait; the hooks then run right after the objects are applied), or "
         "make it an ordinary object of the release"
     ),
-    # hashicorp/vault-helm docs (probes): a readiness path that accepts a sealed, uninitialized Vault
-    "probe-gate": (
-        "make the probe not ask for what the program waits for (Vault: a readiness path that "
-        "accepts a sealed, uninitialized server, /v1/sys/health?standbyok=true&sealedcode=204&uninitcode=204), "
-        "or disable Helm's wait for this release (HelmRelease spec.install.disableWait and "
-        "spec.upgrade.disableWait) and do that step after the install (vault operator init and unseal, or auto-unseal)"
-    ),
     "peer-not-ready": (
         "if {container} retries {what} rather than exiting, say so in a catalog entry with retry "
         "(.helmsim.yaml catalog:, docs/behaviour.md); otherwise start it once {what} is ready (an init "
@@ -268,8 +261,16 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             f"release ends {run.outcome(hr_ref).outcome}"
         )
         chain = [step(ev, ev.message), *run.failure_tail(hr_ref)]
+        fix_list = [Fix(str(ev.data.get("fix") or "make the probe pass"))]
+        if ev.data.get("afterInstall"):
+            fix_list.append(
+                Fix(
+                    "or disable Helm's wait for this release (HelmRelease spec.install.disableWait and "
+                    "spec.upgrade.disableWait) and do that step after the install",
+                    fixes.key("no-wait", hr_ref),
+                )
+            )
         out[key] = Candidate(
-            "HS116", hr_ref, owner, Severity.error, msg, sorted(chain, key=lambda s: s.time),
-            [Fix(_FIXES["probe-gate"], fixes.key("no-wait", hr_ref))], run.variant,
+            "HS116", hr_ref, owner, Severity.error, msg, sorted(chain, key=lambda s: s.time), fix_list, run.variant,
         )
     return list(out.values())
