@@ -5,6 +5,8 @@ Shared by ``simulate``, ``check``, ``diff --rehearse``, scenario files and the p
 
 from __future__ import annotations
 
+import io
+import tarfile
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -46,7 +48,7 @@ def build_inputs(
         if not flux_inputs.load_flux_tree([given]).helmreleases:
             raise InputError("no HelmRelease (helm.toolkit.fluxcd.io) found", file=given)
     tree = flux_inputs.load_flux_tree(helmrelease if is_chart else [target, *helmrelease])
-    if is_chart and not helmrelease:
+    if is_chart and not helmrelease and _may_render_helmreleases(Path(target), user_values):
         meta = _meta_chart_tree(target, user_values, release_name, namespace, tuple(values))
         if meta is not None:
             tree, is_chart, user_values = meta, False, {}
@@ -108,6 +110,41 @@ def build_inputs(
             file=target,
         )
     return out
+
+
+_KIND = b"HelmRelease"
+
+
+def _may_render_helmreleases(chart: Path, values: dict[str, object]) -> bool:
+    """False when neither the values given nor any file of the chart (its subcharts and their
+    archives included) contains ``HelmRelease``: no template can then write that kind, short of
+    assembling the word from pieces, and the probe render of a meta-chart is skipped."""
+    if _KIND.decode() in repr(values):
+        return True
+    try:
+        if chart.is_file():
+            return _mentions(chart.name, chart.read_bytes())
+        return any(_mentions(p.name, p.read_bytes()) for p in sorted(chart.rglob("*")) if p.is_file())
+    except OSError:
+        return True  # what cannot be read here, the probe render reports
+
+
+def _mentions(name: str, data: bytes, depth: int = 0) -> bool:
+    """Whether a chart file, or a member of a chart archive (nested archives included), contains
+    ``HelmRelease``; an archive that cannot be read is assumed to, and its render reports it."""
+    if not name.endswith((".tgz", ".tar.gz")):
+        return _KIND in data
+    if depth > 3:
+        return True
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            for member in tar:
+                handle = tar.extractfile(member) if member.isfile() else None
+                if handle is not None and _mentions(member.name, handle.read(), depth + 1):
+                    return True
+    except (OSError, tarfile.TarError, EOFError):
+        return True
+    return False
 
 
 def _meta_chart_tree(
