@@ -85,6 +85,14 @@ def test_text_report_shows_the_trace_with_full_timeline() -> None:
     )
 
 
+def test_full_timeline_prints_a_container_exit_once() -> None:
+    # the kubelet logs the exit, then writes the pod status with the same words
+    code, full, _ = run(str(ROOT / "tests" / "realcharts" / "peer-not-ready"), "--profile", "kind", "--full-timeline")
+    assert code == 1
+    exits = [line for line in full.splitlines() if "container worker exited with code 1" in line]
+    assert len(exits) == len({line.split()[0] for line in exits}) >= 2  # one line per exit time
+
+
 def test_json_report_for_seed2_follows_the_schema() -> None:
     code, doc = run_json(*SEED2_ARGS)
     assert code == 1

@@ -198,10 +198,15 @@ def _print_events(events: Iterable[TraceEvent], console: Console) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("TIME", "ACTOR", "OBJECT", "WHAT"):
         table.add_column(col, overflow="fold", no_wrap=col == "TIME")
+    last: tuple[float, str, str, str] | None = None
     for ev in events:
         what = ev.message
         if ev.what == "event":
             what = f"{ev.data.get('type', 'Normal')} {ev.data.get('reason', '')}: {ev.message}"
+        row = (ev.time, ev.actor, ev.obj, what)
+        if row == last:
+            continue  # e.g. the status write that records the line just printed
+        last = row
         style = "red" if ev.what in ("connect-denied", "connect-timeout", "apply-error", "hook-failed", "stalled") or ev.data.get("type") == "Warning" else ""
         table.add_row(f"t={ev.time:.2f}s", ev.actor, ev.obj, Text(safe_text(what), style=style))
     console.print(table, soft_wrap=False)
