@@ -349,6 +349,19 @@ def _serve() -> None:
             out.flush()
 
 
+def _lookup_config(state: dict[str, Any]) -> tuple[Any, Any]:
+    """The worker's lookup server and a Helm client configured for it alone, made once."""
+    if "lookup" not in state:
+        import helm_python as sdk
+
+        from helmsim.helm.lookup_server import LookupServer
+
+        server = LookupServer()
+        state["lookup"] = (server, sdk.Config(kubeconfig_content=server.kubeconfig()))
+    found: tuple[Any, Any] = state["lookup"]
+    return found
+
+
 def _handle(request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     import helm_python as sdk
 
@@ -376,7 +389,17 @@ def _handle(request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         return {"json": part.json, "largest": part.largest}
     if op == "render":
         chart = state["chart"]
-        raw = sdk._native.call_string("helm_render", chart._raw(), request["values"], request["options"])
+        if request.get("cluster") is None:  # as helm template: lookup answers an empty map
+            raw = sdk._native.call_string("helm_render", chart._raw(), request["values"], request["options"])
+            return {"rendered": json.loads(raw)}
+        # as helm-controller: lookup reads the cluster, here the objects the request names
+        # (helm/helm pkg/engine/lookup_func.go through a client of helmsim.helm.lookup_server)
+        server, config = _lookup_config(state)
+        options = json.loads(request["options"])
+        server.serve(request["cluster"], options.get("api_versions") or ())
+        raw = sdk._native.call_string(
+            "helm_render_with_config", config._raw(), chart._raw(), request["values"], request["options"]
+        )
         return {"rendered": json.loads(raw)}
     if op == "pull":
         # helm/helm pkg/action/pull.go Pull.Run: an oci:// reference, or a chart name in --repo

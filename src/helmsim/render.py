@@ -42,6 +42,9 @@ class RenderOptions:
     revision: int = 1
     values_files: tuple[str, ...] = ()
     """The files ``values`` came from, in merge order (to name the one a schema error is about)."""
+    cluster: tuple[Mapping[str, Any], ...] | None = None
+    """The objects ``lookup`` finds, as helm-controller's client would (None: none are asked,
+    as in ``helm template``, where ``lookup`` answers an empty map)."""
 
 
 @dataclass(frozen=True)
@@ -265,8 +268,9 @@ def render_chart(
             file=subject,
         ) from None
     try:
+        cluster = None if opts.cluster is None else [dict(o) for o in opts.cluster]
         rendered: dict[str, str] = engine_worker.call(
-            "render", subject=subject, values=values, options=json.dumps(native_opts)
+            "render", subject=subject, values=values, options=json.dumps(native_opts), cluster=cluster
         )["rendered"]
     except engine_worker.EngineError as err:
         failure = _render_error(err, path, opts.values_files, str(meta.get("name", "")))

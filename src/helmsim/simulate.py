@@ -26,7 +26,7 @@ from helmsim.flux.impersonation import tenant_context
 from helmsim.flux.reconcile import REQUEUE_MAX, REQUEUE_MIN, Reconciler, ReleaseState, unready_dependency
 from helmsim.flux.sources import SOURCE_NOT_READY, SourceFailure
 from helmsim.helm import actions, lookup, record
-from helmsim.helm.actions import ChartRelease, HelmContext
+from helmsim.helm.actions import ChartRelease, HelmContext, to_object
 from helmsim.helm.release import ReleaseStorage
 from helmsim.inputs import ReleaseInput as RenderedRelease, load_release
 from helmsim.kube.fieldcheck import crd_version_schema, is_builtin
@@ -209,7 +209,10 @@ def _render(
     upgrade: bool,
     per_release: bool = False,
     extra_api_versions: Sequence[str] = (),
+    cluster: tuple[dict[str, Any], ...] | None = None,
 ) -> ChartRelease:
+    """Render ``source`` for ``hr`` under ``profile``; ``cluster``: the objects ``lookup`` finds
+    (None: an empty answer, as ``helm template`` gives)."""
     values = render.merge_values(render.merge_values(dict(values_from), hr.spec.values), source.values)
     opts = render.RenderOptions(
         release_name=hr.release_name,
@@ -221,6 +224,7 @@ def _render(
         revision=2 if upgrade else 1,
         # spec.values comes from the HelmRelease's file; the user's files are merged over it
         values_files=((hr.source,) if hr.source and hr.spec.values else ()) + source.values_files,
+        cluster=cluster,
     )
     try:
         # helm-controller applies crds/ on upgrade too; Helm stores the chart in the release record
@@ -230,7 +234,7 @@ def _render(
             raise
         return _unrendered(hr, err, source.path)
     chart = f"{rel.chart_name}@{rel.chart_version}" if rel.from_chart else hr.chart_name
-    lookups = _lookup_notes(source.path, chart, rel.files) if rel.from_chart else ()
+    lookups = _lookup_notes(source.path, chart, rel.files, cluster is not None) if rel.from_chart else ()
     key = (hr.model_dump_json(), rel.files, profile.kubernetes_version)
     parsed = _POST_RENDERED.get(key)
     if parsed is None:
@@ -281,16 +285,22 @@ def _record_size(
     return record.measure(text, rel.record.largest)
 
 
-def _lookup_notes(chart_path: str, chart: str, files: Sequence[tuple[str, str]] | None) -> tuple[str, ...]:
+def _lookup_notes(
+    chart_path: str, chart: str, files: Sequence[tuple[str, str]] | None, answered: bool = False
+) -> tuple[str, ...]:
     """The note that the chart calls ``lookup``, which helmsim answers as ``helm template`` does
     (helm/helm pkg/action/action.go renderResources: no cluster client without
-    ``interactWithRemote``) while helm-controller's install and upgrade read the cluster.
+    ``interactWithRemote``) while helm-controller's install and upgrade read the cluster;
+    ``answered``: an upgrade's, answered from what the previous revision left.
     ``files`` are Helm's rendered files (None: which templates rendered is unknown); the same
     chart and files are read once (a check renders a chart for several profiles)."""
-    key = (chart_path, chart, tuple(files) if files is not None else None)
+    key = (chart_path, chart, tuple(files) if files is not None else None, answered)
     hit = _LOOKUPS.get(key)
     if hit is None:
-        text = lookup.note(chart_path, chart, None if files is None else [p for p, _ in files])
+        text = lookup.note(
+            chart_path, chart, None if files is None else [p for p, _ in files],
+            tail=lookup.UPGRADE_TAIL if answered else lookup.TAIL,
+        )
         hit = () if text is None else (text,)
         if len(_LOOKUPS) >= _POST_RENDERED_KEPT:
             _LOOKUPS.pop(next(iter(_LOOKUPS)))
@@ -370,13 +380,30 @@ def prepare_charts(profile: ClusterProfile, releases: Sequence[ReleaseInput]) ->
     declared = declared_crds(profile, releases)
     for r in releases:
         if r.chart is not None:
+            before = None
+            if r.previous is not None:
+                before = previous[r.hr.ref] = _render(r.hr, r.previous, profile, r.values_from, upgrade=False)
             rendered[r.hr.ref] = _render(
                 r.hr, r.chart, profile, r.values_from, upgrade=r.previous is not None, per_release=not r.defaulted,
                 extra_api_versions=_served_to(r, releases, declared),
+                cluster=None if before is None else left_by(before),
             )
-            if r.previous is not None:
-                previous[r.hr.ref] = _render(r.hr, r.previous, profile, r.values_from, upgrade=False)
     return rendered, previous
+
+
+def left_by(release: ChartRelease) -> tuple[dict[str, Any], ...]:
+    """What a settled install of ``release`` leaves for the next revision's ``lookup``: its
+    ``crds/``, its manifest as Helm created it, and the install hooks Helm keeps (those without
+    ``hook-succeeded``; helm/helm pkg/action/hooks.go execHook deletes the others once they
+    succeed). Objects controllers make (pods, a ServiceAccount's token) are not among them."""
+    install = {"pre-install", "post-install"}
+    kept = [
+        r for r in release.hooks
+        if r.hook is not None and install & set(r.hook.events) and "hook-succeeded" not in r.hook.delete_policies
+    ]
+    return tuple(
+        to_object(r, release.name, release.namespace) for r in (*release.crds, *release.manifest, *kept)
+    )
 
 
 def render_key(profile: ClusterProfile, releases: Sequence[ReleaseInput]) -> tuple[Any, ...]:

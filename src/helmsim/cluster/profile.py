@@ -31,6 +31,7 @@ from pydantic.alias_generators import to_camel
 from helmsim.cluster.latency import Constant, Empirical, Latency, LogNormal, Uniform, fixed
 from helmsim.errors import InputError, Where, shorten
 from helmsim.kube import addresses
+from helmsim.kube.scope import guess_plural
 from helmsim.kube.served import builtin_apis
 from helmsim.yamlio import key_lines, load_one, read_text
 
@@ -59,18 +60,6 @@ _API_VERSION = re.compile(
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-def guess_plural(kind: str) -> str:
-    """The resource name Kubernetes guesses for a kind.
-
-    kubernetes/apimachinery pkg/api/meta/restmapper.go UnsafeGuessKindToResource: lower-case,
-    then ``s`` → ``ses``, ``y`` → ``ies``, else add ``s``.
-    """
-    singular = kind.lower()
-    if singular.endswith("s"):
-        return singular + "es"
-    if singular.endswith("y"):
-        return singular[:-1] + "ies"
-    return singular + "s"
 
 
 class CRD(_Model):

@@ -498,7 +498,7 @@ _GROUPS = {
 def resource_plural(kind: str) -> str:
     """The resource kubectl and client-go name in messages (``pods``, ``deployments.apps``,
     ``validatingwebhookconfigurations.admissionregistration.k8s.io``)."""
-    from helmsim.cluster.profile import guess_plural
+    from helmsim.kube.scope import guess_plural
 
     plural = guess_plural(kind)
     group = _GROUPS.get(kind)

@@ -15,7 +15,8 @@ from typing import Any
 
 from helmsim.cluster.controllers.crd import CRD, crd_names
 from helmsim.cluster.engine import Simulation
-from helmsim.cluster.profile import ClusterProfile, guess_plural
+from helmsim.cluster.profile import ClusterProfile
+from helmsim.kube.scope import guess_plural
 from helmsim.flux.helmrelease import HelmRelease
 from helmsim.helm.actions import HelmContext
 from helmsim.kube import rbac

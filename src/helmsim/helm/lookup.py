@@ -49,20 +49,29 @@ TAIL = (
 )
 
 
-def note(chart_path: str | os.PathLike[str], chart: str, rendered: Iterable[str] | None = None) -> str | None:
+UPGRADE_TAIL = (
+    "on the upgrade helmsim answers it, as helm-controller's client would, with the objects the "
+    "previous revision left (its crds/, manifest and kept install hooks); objects that controllers, "
+    "other releases or people made are not seen"
+)
+
+
+def note(
+    chart_path: str | os.PathLike[str], chart: str, rendered: Iterable[str] | None = None, *, tail: str = TAIL
+) -> str | None:
     """The report's sentence for ``chart`` (``name@version``) at ``chart_path``, or None when it
-    calls no ``lookup`` (see :func:`calls`)."""
+    calls no ``lookup`` (see :func:`calls`); ``tail`` says how helmsim answered it."""
     try:
         found = calls(chart_path, rendered)
     except (OSError, tarfile.TarError, yaml.YAMLError, UnicodeDecodeError, ValueError) as err:
         # Helm loaded the chart, but it cannot be read again here: say so rather than nothing
-        return f"chart {chart}: its templates cannot be read to find lookup calls ({err}); if it calls lookup, {TAIL}"
+        return f"chart {chart}: its templates cannot be read to find lookup calls ({err}); if it calls lookup, {tail}"
     if not found:
         return None
     shown = ", ".join(str(c) for c in found[:SHOWN])
     if len(found) > SHOWN:
         shown += f" and {len(found) - SHOWN} more"
-    return f"chart {chart} calls lookup ({shown}): {TAIL}"
+    return f"chart {chart} calls lookup ({shown}): {tail}"
 
 
 def calls(chart_path: str | os.PathLike[str], rendered: Iterable[str] | None = None) -> tuple[Call, ...]:

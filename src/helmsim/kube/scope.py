@@ -22,3 +22,16 @@ CLUSTER_SCOPED_KINDS: frozenset[str] = frozenset(
     }
 )
 
+
+def guess_plural(kind: str) -> str:
+    """The resource name Kubernetes guesses for a kind.
+
+    kubernetes/apimachinery pkg/api/meta/restmapper.go UnsafeGuessKindToResource: lower-case,
+    then ``s`` → ``ses``, ``y`` → ``ies``, else add ``s``.
+    """
+    singular = kind.lower()
+    if singular.endswith("s"):
+        return singular + "es"
+    if singular.endswith("y"):
+        return singular[:-1] + "ies"
+    return singular + "s"

@@ -37,7 +37,7 @@ def resource_name(sim: Simulation, api_version: str, kind: str) -> str:
     """The kind's resource (plural): its CRD's ``spec.names.plural`` when a CRD in the store
     serves it, else the lower-case plural the API server guesses (restmapper.go
     UnsafeGuessKindToResource)."""
-    from helmsim.cluster.profile import guess_plural
+    from helmsim.kube.scope import guess_plural
 
     group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
     for crd in sim.store.list(CRD):
