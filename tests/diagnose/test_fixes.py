@@ -94,3 +94,10 @@ def test_tight_profile_takes_the_upper_bound_of_policy_propagation() -> None:
     assert upper_bound(prof.cni.policy_propagation_seconds) == 2.0
     assert tight_profile(prof).latency("policy_propagation").nominal() == 2.0
     assert prof.latency("policy_propagation").nominal() != 2.0  # the original is unchanged
+
+
+def test_the_egress_fix_adds_dns_only_when_the_need_is_not_dns_itself() -> None:
+    from helmsim.diagnose.rules.network import _allow_fix
+
+    assert "allows egress to dns, created" in _allow_fix("Job/kc/cli", "dns").summary
+    assert "svc/kc/db:5432 (and DNS), created" in _allow_fix("Job/kc/cli", "svc/kc/db:5432").summary

@@ -395,6 +395,6 @@ def _never_allowed(run: ProfileRun, owner: str, target: str) -> str:
 
 def _allow_fix(owner: str, target: str) -> Fix:
     return Fix(
-        f"add a network policy of the release that selects the pods of {owner} and allows egress to {target} "
-        "(and DNS), created before the workload (same kind group or a lower hook weight)"
+        f"add a network policy of the release that selects the pods of {owner} and allows egress to {target}"
+        f"{'' if target == 'dns' else ' (and DNS)'}, created before the workload (same kind group or a lower hook weight)"
     )
