@@ -331,7 +331,7 @@ def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
         if not ready:
             chain.extend(run.failure_tail(hr_ref))
         msg = (
-            f"{_never_allowed(run, owner, target)}: every attempt is dropped"
+            f"{_never_allowed(run, owner, target, denial)}: every attempt is dropped"
             + clause
             + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
         )
@@ -342,7 +342,7 @@ def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
             Severity.error if not ready else Severity.warning,
             msg,
             chain,
-            [_allow_fix(owner, target)],
+            [_allow_fix(owner, target, denial)],
             run.variant,
         )
     _still_dropped_at_ready(run, racing, out)
@@ -376,24 +376,44 @@ def _still_dropped_at_ready(run: ProfileRun, racing: set[tuple[str, str]], out: 
             if str(d.data.get("target")) == target and (str(d.data.get("container") or "") or d.obj) == container
         ]
         msg = (
-            f"{_never_allowed(run, owner, target)}: {len(dropped)} attempt"
+            f"{_never_allowed(run, owner, target, denial)}: {len(dropped)} attempt"
             f"{'s' if len(dropped) > 1 else ''} of {container} dropped by t={dropped[-1].time:g}s, when the release was "
             f"already Ready (no probe waits for that connection); at its dial timeout the program gives up after the "
             "release is Ready, so what it does for the release (a sidecar's sync, a reload) never happens"
         )
         first = step(dropped[0], dropped[0].message.split(": ", 1)[-1])
-        out[owner] = Candidate("HS113", hr_ref, owner, Severity.warning, msg, [first], [_allow_fix(owner, target)], run.variant)
+        out[owner] = Candidate("HS113", hr_ref, owner, Severity.warning, msg, [first], [_allow_fix(owner, target, denial)], run.variant)
 
 
-def _never_allowed(run: ProfileRun, owner: str, target: str) -> str:
+def _ingress_policies(denial: TraceEvent | None) -> str | None:
+    """The policies that isolated the destination for ingress, when that is what dropped the
+    connection (the egress was allowed), else None."""
+    if denial is None or not str(denial.data.get("reason", "")).startswith("ingress to "):
+        return None
+    return ", ".join(str(p) for p in denial.data.get("decided_by") or ()) or "a policy of the destination"
+
+
+def _never_allowed(run: ProfileRun, owner: str, target: str, denial: TraceEvent | None = None) -> str:
     cni = run.profile.cni
+    policies = _ingress_policies(denial)
+    if policies is not None:
+        return (
+            f"{owner} needs {target} but {policies} isolates the destination's pods for ingress and no rule "
+            f"admits {owner}'s pods (their egress is allowed)"
+        )
     return (
         f"{owner} needs {target} but under {run.name} ({cni.type} CNI, policyEnforcementMode "
         f"{cni.policy_enforcement_mode}) no policy allows that egress for its pods"
     )
 
 
-def _allow_fix(owner: str, target: str) -> Fix:
+def _allow_fix(owner: str, target: str, denial: TraceEvent | None = None) -> Fix:
+    policies = _ingress_policies(denial)
+    if policies is not None:
+        return Fix(
+            f"let {policies} admit the pods of {owner} on {target}'s port: give them the labels its ingress "
+            "`from` selects, or add a rule that selects them"
+        )
     return Fix(
         f"add a network policy of the release that selects the pods of {owner} and allows egress to {target}"
         f"{'' if target == 'dns' else ' (and DNS)'}, created before the workload (same kind group or a lower hook weight)"
