@@ -268,7 +268,7 @@ def render_chart(
             file=subject,
         ) from None
     try:
-        cluster = None if opts.cluster is None else [dict(o) for o in opts.cluster]
+        cluster = None if opts.cluster is None else list(opts.cluster)
         rendered: dict[str, str] = engine_worker.call(
             "render", subject=subject, values=values, options=json.dumps(native_opts), cluster=cluster
         )["rendered"]

@@ -60,8 +60,6 @@ _API_VERSION = re.compile(
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-
-
 class CRD(_Model):
     """An installed CustomResourceDefinition (one served version)."""
 

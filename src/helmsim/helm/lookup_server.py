@@ -17,7 +17,7 @@ import http.server
 import json
 import secrets
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,7 +42,7 @@ def stored(obj: Mapping[str, Any]) -> dict[str, Any]:
 class Catalog:
     """The objects served, indexed by group/version, resource, namespace and name."""
 
-    def __init__(self, objects: Iterable[Mapping[str, Any]], api_versions: Sequence[str]) -> None:
+    def __init__(self, objects: Sequence[Mapping[str, Any]], api_versions: Sequence[str]) -> None:
         self.kinds: dict[str, dict[str, tuple[str, bool]]] = {}  # gv → resource → (kind, namespaced)
         self.objects: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (gv, resource) → objects
         scopes = {
@@ -176,7 +176,7 @@ class LookupServer:
         host, port = self.httpd.server_address[:2]
         return f"http://{host!s}:{port}/{self.token}"
 
-    def serve(self, objects: Iterable[Mapping[str, Any]], api_versions: Sequence[str]) -> None:
+    def serve(self, objects: Sequence[Mapping[str, Any]], api_versions: Sequence[str]) -> None:
         catalog = Catalog(objects, api_versions)
         with self._lock:
             self.catalog = catalog
