@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	$(BIN)/python -m compileall -q src  # start-up: no first-run bytecode compile (issue 15)
+	$(BIN)/python -m helmsim.builtin_cache  # the built-in catalog and profiles, validated once
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -50,7 +50,7 @@ SeverityName = Literal["off", "note", "warning", "error"]
 class Ignore(BaseModel):
     """One suppression: a rule, optionally narrowed to objects and releases, with a reason."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     rule: str = Field(min_length=1)
     object: str = "*"
@@ -68,7 +68,7 @@ class Ignore(BaseModel):
 class Config(BaseModel):
     """The validated contents of ``.helmsim.yaml`` (every key optional)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 
     profiles: tuple[str, ...] = ()
     fail_on: Literal["error", "warning", "never"] | None = Field(default=None, alias="failOn")

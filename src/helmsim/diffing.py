@@ -17,9 +17,11 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from helmsim import gitref, render, yamlio
 from helmsim.errors import InputError
@@ -40,8 +42,7 @@ Change = Literal["added", "removed", "changed"]
 # --- the matrix ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class MatrixEntry:
+class MatrixEntry(Struct, frozen=True):
     """One values file of the matrix and the file each side renders with.
 
     ``origin``: ``unchanged``/``edited`` (the same path at the ref, same or other content),
@@ -64,8 +65,7 @@ class MatrixEntry:
         return any(fnmatch.fnmatchcase(n, pattern) for n in names)
 
 
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate(Struct, frozen=True):
     name: str
     repo_path: str | None  # repo-relative path; None outside the repository
     aliases: tuple[str, ...] = ()
@@ -275,8 +275,7 @@ def _match_renames(
 # --- object diff ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FieldChange:
+class FieldChange(Struct, frozen=True):
     """One field that differs: its path (``spec.template.spec.containers[0].image``)."""
 
     path: str
@@ -285,8 +284,7 @@ class FieldChange:
     new: Any = None
 
 
-@dataclass(frozen=True)
-class ObjectChange:
+class ObjectChange(Struct, frozen=True):
     """An object added, removed or changed between the ref render and the working-tree one."""
 
     ref: str
@@ -386,8 +384,7 @@ def diff_objects(old: Sequence[Resource], new: Sequence[Resource]) -> list[Objec
 # --- rendering and comparing one entry -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rendered:
+class Rendered(Struct, frozen=True):
     """One side of an entry: the `helm template` text and its objects, or why it failed.
 
     ``failure`` is the error with the chart's and the values file's paths taken out, so the
@@ -449,8 +446,7 @@ def render_side(
     )
 
 
-@dataclass
-class EntryResult:
+class EntryResult(Struct):
     """The comparison of one matrix entry."""
 
     entry: MatrixEntry
@@ -517,8 +513,7 @@ def _formatting_notes(old: Sequence[Resource], new: Sequence[Resource]) -> list[
 # --- rehearsal ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ReleaseChange:
+class ReleaseChange(Struct, frozen=True):
     """One HelmRelease's predicted outcome at the ref and in the working tree (fresh installs),
     and of the upgrade from the ref's release to the working tree's."""
 
@@ -539,8 +534,7 @@ class ReleaseChange:
         return self.ref != self.worktree or self.upgrade_fails
 
 
-@dataclass(frozen=True)
-class Rehearsal:
+class Rehearsal(Struct, frozen=True):
     """Both renders of an entry simulated under one cluster profile, and the upgrade."""
 
     profile: str
@@ -651,8 +645,7 @@ def rehearse(
 # --- the chart at a ref ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ChartAtRef:
+class ChartAtRef(Struct, frozen=True):
     """A chart directory exported from a git ref into a scratch directory."""
 
     commit: gitref.Commit
@@ -710,8 +703,7 @@ def values_at(commit: gitref.Commit, files: Sequence[str], scratch: Path) -> lis
 # --- the whole command ----------------------------------------------------------------------
 
 
-@dataclass
-class DiffReport:
+class DiffReport(Struct):
     """Everything `helmsim diff` reports, and its verdict."""
 
     chart: str

@@ -10,8 +10,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from helmsim.cluster.trace import TraceEvent
 from helmsim.scenario import ConnectionExpect, EventExpect, ObjectExpect, ReleaseExpect
@@ -22,8 +23,7 @@ _REF = re.compile(r"\b([A-Z][A-Za-z]+/[a-z0-9][a-z0-9.-]*/[a-z0-9][a-z0-9.-]*)\b
 CONNECT_VERBS = ("connected", "connect-denied", "connect-timeout", "connect-refused")
 
 
-@dataclass(frozen=True)
-class Checked:
+class Checked(Struct, frozen=True):
     """One expectation's verdict."""
 
     label: str
@@ -47,8 +47,7 @@ def format_event(e: TraceEvent) -> str:
     return f"t={e.time:.2f}s {e.actor} {e.what} {e.obj}: {e.message}"
 
 
-@dataclass
-class _Verdict:
+class _Verdict(Struct):
     problems: list[str] = field(default_factory=list)
     expected: list[str] = field(default_factory=list)
     simulated: list[str] = field(default_factory=list)

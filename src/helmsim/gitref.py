@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from msgspec import Struct
 
 from helmsim.errors import InputError
 
@@ -18,15 +19,13 @@ _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"
 _SYMLINK_MODE = "120000"
 
 
-@dataclass(frozen=True)
-class Repo:
+class Repo(Struct, frozen=True):
     """A git work tree, named by its top directory."""
 
     top: Path
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(Struct, frozen=True):
     """A resolved ref: what the user typed and the commit it names."""
 
     repo: Repo
@@ -38,8 +37,7 @@ class Commit:
         return self.sha[:12]
 
 
-@dataclass(frozen=True)
-class TreeEntry:
+class TreeEntry(Struct, frozen=True):
     """One blob of a commit's tree (``git ls-tree -r``): mode, object id, repo-relative path."""
 
     mode: str
@@ -189,8 +187,7 @@ def unsafe_component(path: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Export:
+class Export(Struct, frozen=True):
     """A directory written by :func:`export_dir` and the symlinks of the ref's tree that were
     not recreated (``path -> target: why``)."""
 

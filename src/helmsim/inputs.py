@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from helmsim import render
 from helmsim.manifests import ParseResult, parse_documents, read_manifest_input
@@ -13,8 +14,7 @@ if TYPE_CHECKING:
     from helmsim.helm.record import ChartRecord
 
 
-@dataclass(frozen=True)
-class ReleaseInput:
+class ReleaseInput(Struct, frozen=True):
     """Rendered files of one release, and the chart they came from when there was one."""
 
     files: tuple[tuple[str, str], ...]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from helmsim import limits, yamlio
 from helmsim.errors import InputError, Where
@@ -36,8 +37,7 @@ HOOK_EVENTS: Mapping[str, str] = {
 _GO_ATOI = re.compile(r"^[+-]?[0-9]+$")
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(Struct, frozen=True):
     """Where a document came from: the template path, its index in that file, its first line."""
 
     path: str
@@ -48,8 +48,7 @@ class Source:
         return f"{self.path}:{self.line}"
 
 
-@dataclass(frozen=True, slots=True)
-class Hook:
+class Hook(Struct, frozen=True):
     """Helm hook metadata, parsed as helm/helm pkg/release/v1/util/manifest_sorter.go does."""
 
     events: tuple[str, ...]
@@ -58,8 +57,7 @@ class Hook:
     output_log_policies: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Resource:
+class Resource(Struct, frozen=True):
     """One Kubernetes object of a release, with where it came from."""
 
     api_version: str
@@ -139,8 +137,7 @@ def parse_hook(annotations: Mapping[str, str]) -> Hook | None | bool:
     )
 
 
-@dataclass
-class ParseResult:
+class ParseResult(Struct):
     """Resources of a manifest plus what Helm silently dropped (unknown hook events)."""
 
     resources: list[Resource]

@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from msgspec import Struct, field
 
 from helmsim import taskpool
 from helmsim.errors import InputError
@@ -43,8 +44,7 @@ def wilson(successes: int, runs: int, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-@dataclass(frozen=True)
-class Observation:
+class Observation(Struct, frozen=True):
     """One yes/no fact about a run: ``label`` of ``group`` happened (or not); ``failing`` marks
     facts worth a reproducible seed."""
 
@@ -63,8 +63,7 @@ class Task(Protocol):
     def __call__(self, seed: int) -> tuple[Observation, ...]: ...
 
 
-@dataclass(frozen=True)
-class Stat:
+class Stat(Struct, frozen=True):
     """How often one observation happened."""
 
     group: str
@@ -98,8 +97,7 @@ class Stat:
         return out
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(Struct, frozen=True):
     """The aggregate of ``runs`` runs seeded ``seed``."""
 
     runs: int
@@ -145,8 +143,7 @@ def _run_chunk(task: Task, items: Sequence[tuple[int, int]]) -> list[tuple[int, 
     return [(i, s, tuple(task(s))) for i, s in items]
 
 
-@dataclass(frozen=True)
-class _Chunk:
+class _Chunk(Struct, frozen=True):
     """A task of the pool: several runs of one Monte-Carlo task (picklable)."""
 
     task: Task
@@ -234,8 +231,7 @@ def observe(result: Any) -> tuple[Observation, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class SimulateTask:
+class SimulateTask(Struct, frozen=True):
     """One ``simulate`` with sampled latencies (the ``helmsim simulate --runs`` task)."""
 
     profile: Any

@@ -12,10 +12,10 @@ Registered through the ``pytest11`` entry point ``helmsim`` (or ``-p helmsim.pyt
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
@@ -45,8 +45,7 @@ class ExpectationFailed(AssertionError):
         self.checked = checked
 
 
-@dataclass(frozen=True)
-class SimRun:
+class SimRun(Struct, frozen=True):
     """The result of ``helmsim_simulate``: the simulation and assertions over it."""
 
     result: SimulationResult

@@ -15,9 +15,10 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from msgspec import Struct, field
 
 from helmsim import engine_worker, limits, values_schema, yamlio
 from helmsim.errors import InputError
@@ -29,8 +30,7 @@ DEFAULT_RELEASE_NAME = "release-name"  # helm/helm pkg/cmd/template.go: the name
 DEFAULT_NAMESPACE = "default"
 
 
-@dataclass(frozen=True)
-class RenderOptions:
+class RenderOptions(Struct, frozen=True):
     """What `helm template` is told: release identity, values and the cluster's capabilities."""
 
     release_name: str = DEFAULT_RELEASE_NAME
@@ -47,8 +47,7 @@ class RenderOptions:
     as in ``helm template``, where ``lookup`` answers an empty map)."""
 
 
-@dataclass(frozen=True)
-class RenderedFile:
+class RenderedFile(Struct, frozen=True):
     """One rendered template (or ``crds/`` file) as Helm names it: ``<chart>/templates/x.yaml``."""
 
     path: str
@@ -56,8 +55,7 @@ class RenderedFile:
     is_crd_file: bool = False
 
 
-@dataclass(frozen=True)
-class RenderedChart:
+class RenderedChart(Struct, frozen=True):
     """Output of a render: chart identity and files in Helm's path order."""
 
     chart_name: str
@@ -117,8 +115,7 @@ SetFlag = Literal["--set", "--set-string", "--set-file", "--set-json", "--set-li
 SET_ORDER: tuple[SetFlag, ...] = ("--set-json", "--set", "--set-string", "--set-file", "--set-literal")
 
 
-@dataclass(frozen=True)
-class SetValue:
+class SetValue(Struct, frozen=True):
     """One ``--set``-like expression and the flag it came from (a bare ``str`` is ``--set``)."""
 
     flag: SetFlag
@@ -361,8 +358,7 @@ def _is_manifest_template(name: str) -> bool:
     return not base.startswith("_") and not name.endswith("NOTES.txt")
 
 
-@dataclass(frozen=True)
-class TemplateDocument:
+class TemplateDocument(Struct, frozen=True):
     """One document of ``helm template``'s output: the file it came from, its text and line."""
 
     path: str

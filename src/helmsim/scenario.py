@@ -8,11 +8,12 @@ Paths inside a scenario are relative to the scenario file.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import msgspec
+from msgspec import Struct
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -57,7 +58,7 @@ _WORKLOAD_KINDS = ("Pod", "Job", "Deployment", "ReplicaSet", "StatefulSet", "Dae
 class _Model(BaseModel):
     """camelCase keys in YAML, unknown keys refused."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
 
 # --- matching workloads --------------------------------------------------------------------------
@@ -525,13 +526,12 @@ class Scenario(_Model):
 # --- loading -------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class LoadedScenario:
+class LoadedScenario(Struct, frozen=True):
     """A validated scenario and where it came from."""
 
     scenario: Scenario
     path: Path
-    lines: Mapping[tuple[Any, ...], int] = dataclasses.field(default_factory=dict)
+    lines: Mapping[tuple[Any, ...], int] = msgspec.field(default_factory=dict)
     catalog: tuple[Any, ...] = ()
     """The ``catalog`` entries, validated (``helmsim.cluster.catalog.CompiledEntry``)."""
 
@@ -665,12 +665,12 @@ def scenario_inputs(loaded: LoadedScenario) -> list[ReleaseInput]:
         for r in inputs:
             chart, previous = r.chart, r.previous
             if chart is not None and spec.values and (spec.chart is None or chart.path == target):
-                chart = dataclasses.replace(chart, values=render.merge_values(dict(chart.values), spec.values))
+                chart = msgspec.structs.replace(chart, values=render.merge_values(dict(chart.values), spec.values))
             if previous is not None and prev is not None and prev.values:
-                previous = dataclasses.replace(
+                previous = msgspec.structs.replace(
                     previous, values=render.merge_values(dict(previous.values), prev.values)
                 )
-            out.append(dataclasses.replace(r, chart=chart, previous=previous))
+            out.append(msgspec.structs.replace(r, chart=chart, previous=previous))
     seen: set[str] = set()
     for r in out:
         if r.hr.ref in seen:
@@ -679,8 +679,7 @@ def scenario_inputs(loaded: LoadedScenario) -> list[ReleaseInput]:
     return out
 
 
-@dataclasses.dataclass(frozen=True)
-class Prepared:
+class Prepared(Struct, frozen=True):
     """Everything ``simulate`` needs for a scenario, built once and reusable across runs."""
 
     loaded: LoadedScenario

@@ -11,8 +11,9 @@ port of its ``version.go`` and ``constraints.go``, checked against its own test 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import total_ordering
+
+from msgspec import Struct
 
 _NUM = "0123456789"
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-" + _NUM)
@@ -31,8 +32,7 @@ class SemverError(ValueError):
 
 
 @total_ordering
-@dataclass(frozen=True)
-class Version:
+class Version(Struct, frozen=True):
     """A parsed version; ordering is semver precedence (build metadata ignored)."""
 
     major: int
@@ -159,8 +159,7 @@ _FIND = re.compile(rf"({_OPS})\s*({_CV})")
 _VALID = re.compile(rf"^(\s*({_OPS})\s*({_CV})\s*)((?:\s+|,\s*)({_OPS})\s*({_CV})\s*)*$")
 
 
-@dataclass(frozen=True)
-class _Comparator:
+class _Comparator(Struct, frozen=True):
     op: str
     con: Version
     orig: str
@@ -283,8 +282,7 @@ _OPERATORS = {
 }
 
 
-@dataclass(frozen=True)
-class Constraints:
+class Constraints(Struct, frozen=True):
     """A parsed range: OR groups of AND-ed comparators (constraints.go Constraints)."""
 
     text: str

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 from helmsim import limits, render, yamlio
 from helmsim.cluster.cluster import build_cluster
@@ -41,8 +42,7 @@ DEFAULT_HORIZON = 3600.0
 UNMAPPED_READY_AFTER = 60.0
 
 
-@dataclass(frozen=True)
-class ChartSource:
+class ChartSource(Struct, frozen=True):
     """A local chart (directory, .tgz or rendered YAML) and the values the user adds on top."""
 
     path: str
@@ -51,8 +51,7 @@ class ChartSource:
     """The files ``values`` came from, in merge order (named in values schema errors)."""
 
 
-@dataclass(frozen=True)
-class ReleaseInput:
+class ReleaseInput(Struct, frozen=True):
     """One HelmRelease to simulate: its spec, its chart (None when unmapped) and an optional
     previous chart/values to install first (``--upgrade-from``)."""
 
@@ -80,8 +79,7 @@ class ReleaseInput:
     """The tree's Kustomizations (``helmsim.flux.kustomization.Unit``), shared by its releases."""
 
 
-@dataclass
-class ReleaseOutcome:
+class ReleaseOutcome(Struct):
     """The prediction for one HelmRelease."""
 
     name: str
@@ -120,8 +118,7 @@ class ReleaseOutcome:
         }
 
 
-@dataclass
-class SimulationResult:
+class SimulationResult(Struct):
     """Outcomes per release, the final status of every release object, and the trace."""
 
     profile: str
@@ -456,7 +453,7 @@ def _served_to(r: ReleaseInput, releases: Sequence[ReleaseInput], declared: Mapp
 def with_declared_crds(releases: Sequence[ReleaseInput], entries: Sequence[Any]) -> list[ReleaseInput]:
     """``releases`` with the CRDs ``.helmsim.yaml``'s ``unmappedReleases`` declare for the
     unmapped ones (``helmsim.cluster.profile.UnmappedRelease``; the first match wins)."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     out = []
     for r in releases:
@@ -627,7 +624,7 @@ def _always(chart: ChartRelease) -> Callable[[bool], ChartRelease]:
 
 def with_catalog(releases: Sequence[ReleaseInput], entries: Sequence[Any]) -> list[ReleaseInput]:
     """``releases`` with user catalog ``entries`` (from ``.helmsim.yaml``) added to each."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     if not entries:
         return list(releases)

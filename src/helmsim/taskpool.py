@@ -24,9 +24,10 @@ import resource
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
+
+from msgspec import Struct, field
 
 from helmsim import interrupts
 from helmsim.errors import InputError
@@ -45,8 +46,7 @@ class WorkerLost(InputError):
     """A task's worker died more often than Ray retries it: the run cannot complete."""
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(Struct, frozen=True):
     """Where tasks run: ``local`` processes (``workers``: default the usable cores; 1 runs in
     this process) or ``ray`` at ``ray_address`` (None: ``RAY_ADDRESS`` if set, else a new
     local Ray instance; ``auto``: the cluster ``ray start`` runs on this machine;
@@ -68,8 +68,7 @@ class Backend:
             raise InputError("--ray-upload needs --backend ray")
 
 
-@dataclass(frozen=True)
-class Done(Generic[R]):
+class Done(Struct, Generic[R], frozen=True):
     """One finished task: its position, its value and what it cost its worker."""
 
     index: int
@@ -84,8 +83,7 @@ class Done(Generic[R]):
     """The peak resident memory of the worker's Helm engine process, in bytes (0: none)."""
 
 
-@dataclass(frozen=True)
-class WorkerStat:
+class WorkerStat(Struct, frozen=True):
     """What one worker process did."""
 
     worker: str
@@ -105,8 +103,7 @@ class WorkerStat:
         }
 
 
-@dataclass(frozen=True)
-class Retry:
+class Retry(Struct, frozen=True):
     """A task Ray ran again because the worker running it died."""
 
     index: int
@@ -118,8 +115,7 @@ class Retry:
         return {"task": self.index, "lostWorkers": list(self.lost), "finishedOn": self.finished_on}
 
 
-@dataclass
-class PoolStats:
+class PoolStats(Struct):
     """How a run went: the backend, each worker's tasks and peak memory, and retried tasks.
 
     Not part of any report (it depends on the machine); the CLI prints it on a terminal and

@@ -26,12 +26,12 @@ import math
 import re
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 import yaml_rs
+from msgspec import Struct
 
 from helmsim import limits
 from helmsim.errors import InputError
@@ -68,8 +68,7 @@ def _goyaml_only(text: str) -> bool:
     return (_FORBIDDEN_ASCII if text.isascii() else _FORBIDDEN).search(text) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(Struct, frozen=True):
     """One YAML document of a file: its value, 0-based index and 1-based first line."""
 
     value: Any

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 import pytest
 from e2e_helpers import SEED1, SEED2, run_example
 
@@ -22,8 +23,10 @@ from helmsim.manifests import Resource
 
 
 def _plain(value: Any) -> Any:
-    """A value with its dataclasses, mappings and sequences as plain tuples (the network model's
-    ``Pod`` and ``Service`` compare by identity)."""
+    """A value with its structs, dataclasses, mappings and sequences as plain tuples (the network
+    model's ``Pod`` and ``Service`` compare by identity)."""
+    if isinstance(value, msgspec.Struct):
+        return (type(value).__name__, *(_plain(getattr(value, f.name)) for f in msgspec.structs.fields(value)))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (type(value).__name__, *(_plain(getattr(value, f.name)) for f in dataclasses.fields(value) if f.compare))
     if isinstance(value, Mapping):

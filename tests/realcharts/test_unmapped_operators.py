@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from typer.testing import CliRunner
 
@@ -189,7 +189,7 @@ def test_a_modelled_operator_creates_what_the_pods_mount() -> None:
     )
     releases = with_declared_crds(releases, load_config(HERE / ".helmsim.yaml").unmapped_releases)
     releases = [
-        r if r.chart is None else dataclasses.replace(r, chart=dataclasses.replace(r.chart, values={"tls": {"mount": True}}))
+        r if r.chart is None else msgspec.structs.replace(r, chart=msgspec.structs.replace(r.chart, values={"tls": {"mount": True}}))
         for r in releases
     ]
     result = simulate(load_profile(str(HERE / "profiles" / "operators.yaml")), releases, horizon=1800.0)
@@ -215,7 +215,7 @@ def test_hs114_names_the_certificate_that_would_issue_the_missing_secret() -> No
     releases = build_inputs(str(HERE / "flux"), charts=[f"portal={PORTAL}"])
     releases = with_declared_crds(releases, load_config(HERE / ".helmsim.yaml").unmapped_releases)
     releases = [
-        r if r.chart is None else dataclasses.replace(r, chart=dataclasses.replace(r.chart, values={"tls": {"mount": True}}))
+        r if r.chart is None else msgspec.structs.replace(r, chart=msgspec.structs.replace(r.chart, values={"tls": {"mount": True}}))
         for r in releases
     ]
     report = run_check(releases, [load_profile("kind")], options=CheckOptions(horizon=1800.0))

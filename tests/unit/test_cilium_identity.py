@@ -3,8 +3,9 @@ kube-apiserver label on each API server backend."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from helmsim.cluster.network import ClusterView, CniConfig, KubeApiServer, Node, Pod, evaluate
 from helmsim.cluster.network.labelfilter import DEFAULT_FILTER, LabelFilter

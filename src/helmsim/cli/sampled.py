@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import typer
@@ -137,8 +136,7 @@ def monte_carlo_findings(report: montecarlo.Report, *, replay: str, run: int | N
     return out
 
 
-@dataclass(frozen=True)
-class HtmlSimulateTask(montecarlo.SimulateTask):
+class HtmlSimulateTask(montecarlo.SimulateTask, frozen=True):
     """A ``simulate --runs`` run that also reports outcomes and times to Ready (picklable)."""
 
     def __call__(self, seed: int) -> tuple[montecarlo.Observation, ...]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from msgspec import Struct
 from rich.table import Table
 from rich.text import Text
 
@@ -39,8 +39,7 @@ class Format(str, Enum):
     json = "json"
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(Struct, frozen=True):
     """One object and its status."""
 
     obj: Mapping[str, Any]

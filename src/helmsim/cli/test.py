@@ -8,11 +8,11 @@ from __future__ import annotations
 import fnmatch
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 from typing import Annotated, Any
 
+from msgspec import Struct
 import typer
 
 from helmsim import montecarlo as mc
@@ -43,8 +43,7 @@ class TestFormat(str, Enum):
     html = "html"
 
 
-@dataclass(frozen=True)
-class ScenarioReport:
+class ScenarioReport(Struct, frozen=True):
     """One scenario's checked expectations (for Monte Carlo: pass rates in ``checked``).
 
     ``result`` is the run the HTML timeline shows (for Monte Carlo: the nominal run, kept only
@@ -83,8 +82,7 @@ def _prepared(path: str) -> Any:
     return loaded, prepare(loaded)
 
 
-@dataclass(frozen=True)
-class ScenarioTask:
+class ScenarioTask(Struct, frozen=True):
     """One run of a scenario with sampled latencies: which expectations fail (picklable);
     with ``outcomes``, also each release's outcome and time to Ready (for the HTML histograms)."""
 

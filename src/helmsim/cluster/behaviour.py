@@ -17,8 +17,11 @@ import ipaddress
 import re
 import shlex
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from helmsim.cluster.latency import parse_duration
 from helmsim.errors import InputError
@@ -49,8 +52,7 @@ TIMEOUT_EXIT_CODE = 124
 NeedKind = Literal["kube-apiserver", "dns", "fqdn", "service", "cidr"]
 
 
-@dataclass(frozen=True)
-class Need:
+class Need(Struct, frozen=True):
     """A connection a container makes: the API server, cluster DNS, a name, a Service or a CIDR.
 
     ``host`` is the FQDN (``fqdn``), ``namespace/name`` (``service``), the CIDR (``cidr``) or the
@@ -160,8 +162,7 @@ def search_service(host: str, services: Container[tuple[str, str]]) -> tuple[str
     return ref if ref in services else None
 
 
-@dataclass(frozen=True)
-class WaitLoop:
+class WaitLoop(Struct, frozen=True):
     """An init container polling a target until it answers (``until nc -z db 5432; do …``)."""
 
     target: Need
@@ -182,8 +183,7 @@ STATE_SUFFIX = " (left outside the cluster by another program)"
 """How a ``state`` check reads in needs and findings: ``the <state> (left outside …)``."""
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Struct, frozen=True):
     """A condition of the cluster a program verifies through the API server, each attempt.
 
     ``api``: ``target`` = ``group/version/Kind`` is served (REST mapping). ``webhook``:
@@ -229,8 +229,7 @@ class Check:
         return f"{self.target} deleted"
 
 
-@dataclass(frozen=True)
-class ProbeGate:
+class ProbeGate(Struct, frozen=True):
     """Probes a serving program fails until ``state`` is in ``Simulation.external_state``: those
     whose exec command matches ``exec`` or whose HTTP path matches ``http`` and not ``unless``
     (fnmatch globs)."""
@@ -262,8 +261,7 @@ class ProbeGate:
         return False
 
 
-@dataclass(frozen=True)
-class Retry:
+class Retry(Struct, frozen=True):
     """A program that tries its needs and checks again every ``interval`` while they fail.
 
     ``bound`` ``None`` tries forever; 0 is a single attempt (which fails like a program that
@@ -286,8 +284,7 @@ class Retry:
     """What it reports when it gives up (default: the last failure)."""
 
 
-@dataclass(frozen=True)
-class ContainerModel:
+class ContainerModel(Struct, frozen=True):
     """What one container does each time it runs.
 
     It first connects to each of ``needs`` in order (each with ``connect_timeout``); a need that
@@ -335,8 +332,7 @@ class ContainerModel:
     log_waiting: str = ""
 
 
-@dataclass(frozen=True)
-class PodModel:
+class PodModel(Struct, frozen=True):
     """The behaviour of every container of one pod, init containers first."""
 
     containers: Mapping[str, ContainerModel]
@@ -350,8 +346,7 @@ class PodModel:
         return tuple((c.name, n) for c in self.containers.values() for n in c.notes)
 
 
-@dataclass(frozen=True)
-class BehaviourOverride:
+class BehaviourOverride(Struct, frozen=True):
     """A scenario's override for matching containers (the seam for later scenario files).
 
     Match fields are shell globs (``fnmatch``); ``None`` matches anything. ``owner`` matches
@@ -1004,8 +999,7 @@ def _cnp_grants(
 # --- annotations and overrides --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Annotated:
+class _Annotated(Struct, frozen=True):
     needs: tuple[Need, ...] | None = None
     run_seconds: float | None = None
     run_forever: bool = False

@@ -19,11 +19,11 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
+from msgspec import Struct
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -58,7 +58,7 @@ class _Model(BaseModel):
     """camelCase keys in YAML, unknown keys refused."""
 
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+        defer_build=True, extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
     )
 
 
@@ -310,8 +310,7 @@ class CatalogDocument(_Model):
 # --- compiled entries ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CompiledEntry:
+class CompiledEntry(Struct, frozen=True):
     """A validated entry and where it came from, ready to match containers."""
 
     spec: EntrySpec
@@ -450,14 +449,31 @@ def parse_catalog_document(text: str, file: str) -> list[CompiledEntry]:
 
 @lru_cache(maxsize=1)
 def builtin_catalog() -> tuple[CompiledEntry, ...]:
-    """Every built-in entry, file by file in name order (``src/helmsim/catalog/*.yaml``)."""
-    out: list[CompiledEntry] = []
+    """Every built-in entry, file by file in name order (``src/helmsim/catalog/*.yaml``), read
+    from the validated copy :mod:`helmsim.builtin_cache` keeps while the files are unchanged."""
+    return cached_builtin_catalog()
+
+
+def cached_builtin_catalog(*, write: bool | None = None) -> tuple[CompiledEntry, ...]:
+    """:func:`builtin_catalog` without the in-process memo (``write``: see builtin_cache.load)."""
+    from helmsim import builtin_cache
+
     root = resources.files(_DATA_PACKAGE).joinpath(_DATA_DIR)
-    for item in sorted(root.iterdir(), key=lambda p: p.name):
-        if item.name.endswith(".yaml"):
-            out.extend(
-                parse_catalog_document(item.read_text(encoding="utf-8"), f"src/helmsim/catalog/{item.name}")
-            )
+    files = [(i.name, i.read_bytes()) for i in sorted(root.iterdir(), key=lambda p: p.name) if i.name.endswith(".yaml")]
+    return builtin_cache.load(
+        "catalog",
+        [part for name, text in files for part in (name.encode(), text)],
+        lambda: parse_builtin_catalog(files),
+        lambda v: isinstance(v, tuple) and all(isinstance(e, CompiledEntry) for e in v),
+        write=write,
+    )
+
+
+def parse_builtin_catalog(files: Sequence[tuple[str, bytes]]) -> tuple[CompiledEntry, ...]:
+    """Validate the built-in catalog files (name, content), image entries first."""
+    out: list[CompiledEntry] = []
+    for name, text in files:
+        out.extend(parse_catalog_document(text.decode("utf-8"), f"src/helmsim/catalog/{name}"))
     out = list(ordered(out))
     names = [e.name for e in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -500,6 +516,8 @@ __all__ = [
     "RetrySpec",
     "WebhookErrors",
     "builtin_catalog",
+    "cached_builtin_catalog",
+    "parse_builtin_catalog",
     "catalog_entries",
     "catalog_json_schema",
     "image_repository",

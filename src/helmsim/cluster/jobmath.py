@@ -11,9 +11,10 @@ pkg/controller/job/pod_failure_policy.go.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from msgspec import Struct
 
 # kubernetes pkg/controller/job/job_controller.go: DefaultJobPodFailureBackOff = 10 * time.Second
 DEFAULT_POD_FAILURE_BACKOFF = 10.0
@@ -78,8 +79,7 @@ def remaining_backoff(
     return delay - elapsed
 
 
-@dataclass(frozen=True, slots=True)
-class BackoffRecord:
+class BackoffRecord(Struct, frozen=True):
     """backoff_utils.go backoffRecord: failures since the last success and when the last one ended."""
 
     failures_after_last_success: int = 0
@@ -260,8 +260,7 @@ def is_complete(completions: int | None, succeeded: int, active: int) -> bool:
 # --- podFailurePolicy -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyMatch:
+class PolicyMatch(Struct, frozen=True):
     """matchPodFailurePolicy's result: a FailJob message, whether to count it, the action."""
 
     fail_job_message: str | None

@@ -96,7 +96,7 @@ Seconds = Annotated[float, BeforeValidator(to_seconds)]
 
 
 class _Dist(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     nominal_override: Seconds | None = Field(default=None, alias="nominal")
 

@@ -27,8 +27,10 @@ import ipaddress
 import math
 import random
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from helmsim.cluster.behaviour import Need
 from helmsim.cluster.network import (
@@ -74,8 +76,7 @@ DNS_ATTEMPTS = 2
 EPHEMERAL_PORT_BASE = 32768
 
 
-@dataclass
-class _Version:
+class _Version(Struct):
     """One version (generation) of a policy object and when it is in effect."""
 
     key: tuple[str, str, str]
@@ -91,8 +92,7 @@ class _Version:
     node_events: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class ConnectResult:
+class ConnectResult(Struct, frozen=True):
     """How a connection attempt ended: ``ok``, when, the client's error text, the last event id."""
 
     ok: bool

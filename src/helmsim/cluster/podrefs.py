@@ -12,15 +12,15 @@ configmap_manager.go).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 Lookup = Callable[[str, str, str], Mapping[str, Any] | None]
 """``get(kind, namespace, name)``: the live object, or None when it does not exist."""
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(Struct, frozen=True):
     """One object a pod needs: its kind and name, where it is used, and whether it is optional."""
 
     kind: str

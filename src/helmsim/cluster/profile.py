@@ -12,11 +12,11 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from msgspec import Struct
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -43,6 +43,7 @@ class _Model(BaseModel):
     """Strict about unknown keys and value types; camelCase keys in YAML."""
 
     model_config = ConfigDict(
+        defer_build=True,
         extra="forbid",
         strict=True,
         frozen=True,
@@ -621,8 +622,7 @@ _BUILTIN_DIR = "profiles"
 _Path = tuple[Any, ...]
 
 
-@dataclass(frozen=True)
-class _Source:
+class _Source(Struct, frozen=True):
     """One parsed profile document: its data and where each key is (path → line)."""
 
     label: str
@@ -654,8 +654,26 @@ def list_profiles() -> list[tuple[str, str]]:
 
 def load_profile(name_or_path: str) -> ClusterProfile:
     """Load a built-in profile by name or a profile YAML file, with ``extends`` resolved."""
+    if isinstance(name_or_path, str) and not _looks_like_path(name_or_path) and name_or_path in _builtin_files():
+        return cached_builtin_profile(name_or_path)
     source = _open(name_or_path, base_dir=None, referrer=None)
     return _resolve(source)
+
+
+def cached_builtin_profile(name: str, *, write: bool | None = None) -> ClusterProfile:
+    """The built-in profile ``name`` resolved, read from the validated copy
+    :mod:`helmsim.builtin_cache` keeps while the built-in files are unchanged (``extends`` may
+    name any of them); ``write``: see builtin_cache.load."""
+    from helmsim import builtin_cache
+
+    files = _builtin_files()
+    return builtin_cache.load(
+        f"profile-{name}",
+        [name.encode(), *(part for n, entry in files.items() for part in (n.encode(), entry.read_bytes()))],
+        lambda: _resolve(_open(name, base_dir=None, referrer=None)),
+        lambda v: isinstance(v, ClusterProfile) and v.name == name,
+        write=write,
+    )
 
 
 def profile_from_mapping(

@@ -18,6 +18,9 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+from msgspec import Struct
+
 from helmsim.cluster.behaviour import (
     DEFAULT_CONNECT_TIMEOUT,
     SHELLS,
@@ -170,8 +173,7 @@ def _seconds(text: str) -> float | None:
         return None
 
 
-@dataclass(frozen=True)
-class Program:
+class Program(Struct, frozen=True):
     """What a matched entry contributes to a container's model."""
 
     entry: str
@@ -197,7 +199,7 @@ class Program:
     log_ready: str = ""
     log_failed: str | None = ""
     log_waiting: str = ""
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = msgspec.field(default_factory=tuple)
 
 
 def match_program(
@@ -713,13 +715,7 @@ def _command_program(
     else:
         return None  # kubectl-apply: the behaviour model parses it with the pod's ConfigMaps
     if isinstance(found, Program):
-        return Program(
-            **{
-                **found.__dict__,
-                "entry": label,
-                "notes": (*found.notes, f"recognised by catalog entry {label}"),
-            }
-        )
+        return msgspec.structs.replace(found, entry=label, notes=(*found.notes, f"recognised by catalog entry {label}"))
     return found
 
 

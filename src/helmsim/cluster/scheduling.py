@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+from msgspec import Struct
+
 from helmsim.kube.selectors import matches_selector
 from helmsim.kube.quantity import parse_quantity, scheduler_amount
 from helmsim.kube.requests import pod_requests
@@ -82,28 +85,25 @@ def _clean_selector(selector: Any) -> dict[str, Any] | None:
     return {"matchLabels": labels, "matchExpressions": exprs}
 
 
-@dataclass(frozen=True)
-class Taint:
+class Taint(Struct, frozen=True):
     key: str
     value: str
     effect: str
 
 
-@dataclass(frozen=True)
-class NodeInfo:
+class NodeInfo(Struct, frozen=True):
     """A node as the scheduler's snapshot holds it."""
 
     name: str
     labels: Mapping[str, str]
     taints: tuple[Taint, ...] = ()
-    allocatable: Mapping[str, int] = field(default_factory=dict)
+    allocatable: Mapping[str, int] = msgspec.field(default_factory=dict)
     """Scheduler amounts (millicores for cpu); resources absent here are not limited when they
     are standard ones, and are absent (0) otherwise (extended resources, hugepages)."""
     unschedulable: bool = False
 
 
-@dataclass(frozen=True)
-class PodInfo:
+class PodInfo(Struct, frozen=True):
     """A pod as the filters read it (the incoming one, or one assigned to a node)."""
 
     namespace: str
@@ -141,8 +141,7 @@ class Status:
     """The Filter plugin that rejected the node (one of :data:`PLUGINS`)."""
 
 
-@dataclass
-class Snapshot:
+class Snapshot(Struct):
     """The nodes and the pods assigned to them (non-terminal ones), plus namespace labels.
 
     ``usage`` (pods count and summed requests per node) stands in for ``pods`` in the resource
@@ -152,7 +151,7 @@ class Snapshot:
 
     nodes: list[NodeInfo]
     pods: list[PodInfo]
-    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    namespace_labels: Mapping[str, Mapping[str, str]] = msgspec.field(default_factory=dict)
     usage: Mapping[str, tuple[int, Mapping[str, int]]] | None = None
     complete: bool = True
 
@@ -371,8 +370,7 @@ def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> b
     return selector is not None and matches_selector(selector, labels)
 
 
-@dataclass(frozen=True)
-class _Term:
+class _Term(Struct, frozen=True):
     namespaces: frozenset[str] | None  # None: every namespace
     selector: Mapping[str, Any] | None
     topology_key: str
@@ -413,8 +411,7 @@ def _terms(owner: PodInfo, kind: str, snap: Snapshot) -> list[_Term]:
     return out
 
 
-@dataclass
-class _AffinityState:
+class _AffinityState(Struct):
     """interpodaffinity PreFilter: matched-term counts per topology pair."""
 
     affinity: list[_Term]
@@ -473,16 +470,14 @@ def _inter_pod_affinity(st: _AffinityState, node: NodeInfo) -> Status | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Constraint:
+class _Constraint(Struct, frozen=True):
     max_skew: int
     key: str
     selector: Mapping[str, Any] | None
     min_domains: int
 
 
-@dataclass
-class _SpreadState:
+class _SpreadState(Struct):
     constraints: list[_Constraint]
     counts: dict[tuple[str, str], int]
     minimum: dict[str, int]
@@ -554,8 +549,7 @@ def _topology_spread(st: _SpreadState, node: NodeInfo) -> Status | None:
 
 
 # --- a scheduling cycle ---------------------------------------------------------------------------
-@dataclass
-class Result:
+class Result(Struct):
     """The outcome of filtering every node for one pod."""
 
     feasible: list[str]

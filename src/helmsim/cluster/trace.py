@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 
-@dataclass(frozen=True, slots=True)
-class TraceEvent:
+
+class TraceEvent(Struct, frozen=True):
     """One thing that happened.
 
     ``actor`` is who did it (``helm``, ``kubelet``, ``job-controller``, ``cilium`` …), ``what`` a

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, as_completed
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from helmsim import taskpool
 from helmsim.cluster.engine import gc_paused
@@ -48,8 +49,7 @@ Progress = Callable[[str, int, int], None]
 DEPENDENTS_RULE = "HS106"
 
 
-@dataclass(frozen=True)
-class CheckOptions:
+class CheckOptions(Struct, frozen=True):
     """Knobs of a check run."""
 
     horizon: float = DEFAULT_HORIZON
@@ -62,8 +62,7 @@ class CheckOptions:
     :func:`helmsim.diagnose.profilepass.workers_for`)."""
 
 
-@dataclass
-class CheckReport:
+class CheckReport(Struct):
     """Outcomes per (release, profile), findings (worst first) and the suppressed ones."""
 
     profiles: list[str]
@@ -346,8 +345,7 @@ def _verify(
                 )
 
 
-@dataclass(frozen=True)
-class _FixTask:
+class _FixTask(Struct, frozen=True):
     """One fixed run on a worker: ``(fix key, profile, charts to reuse or None) -> ProfileRun``,
     every rule's answer on it computed there (the live simulation does not come back:
     ``result.sim`` is ``None``)."""
@@ -554,8 +552,6 @@ def _check_fix(
         else None
     )
     return FixCheck(profile.name, outcome.outcome, converges, detail, resolved, cause)
-
-
 
 
 def _why_still_failing(

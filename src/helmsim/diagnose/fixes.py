@@ -12,8 +12,10 @@ import copy
 import json
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from helmsim.flux.helmrelease import HelmRelease
 from helmsim.helm.actions import ChartRelease
@@ -33,8 +35,7 @@ KUBECTL_IMAGE = "docker.io/alpine/k8s:1.31.4"
 WAIT_BOUND_SECONDS = 120
 
 
-@dataclass(frozen=True)
-class FixTransform:
+class FixTransform(Struct, frozen=True):
     """What to change for a fix: the charts, the HelmReleases, and whether to re-check it under
     the tight-timing variant (races)."""
 

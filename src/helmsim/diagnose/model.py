@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
+
+from msgspec import Struct, field
 
 from helmsim.cluster.trace import TraceEvent
 
@@ -35,8 +36,7 @@ class Severity(IntEnum):
         return cls[text.strip().lower()]
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(Struct, frozen=True):
     """One link of a causal chain: a trace event (or a derived fact) at a simulated time."""
 
     time: float
@@ -70,8 +70,7 @@ def chain_text(chain: list[Step]) -> str:
     return " — ".join(str(s) for s in chain)
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(Struct, frozen=True):
     """The object a finding is about and where it comes from (template file and line)."""
 
     obj: str
@@ -82,8 +81,7 @@ class Location:
         return {"object": self.obj, "file": self.file, "line": self.line}
 
 
-@dataclass
-class Occurrence:
+class Occurrence(Struct):
     """A finding under one profile: its severity there, the release outcome, the chain."""
 
     profile: str
@@ -104,8 +102,7 @@ class Occurrence:
         }
 
 
-@dataclass
-class FixCheck:
+class FixCheck(Struct):
     """A fix applied mechanically and re-simulated under one profile."""
 
     profile: str
@@ -131,8 +128,7 @@ class FixCheck:
         return out
 
 
-@dataclass
-class Fix:
+class Fix(Struct):
     """A suggested change; ``key`` names a mechanical transform that can be re-simulated."""
 
     summary: str
@@ -155,8 +151,7 @@ class Fix:
         }
 
 
-@dataclass
-class Finding:
+class Finding(Struct):
     """One rule's verdict on one object of one release, across the profiles where it holds."""
 
     rule: str
@@ -213,8 +208,7 @@ class Finding:
         return out
 
 
-@dataclass
-class Candidate:
+class Candidate(Struct):
     """What a rule emits for one profile run, before findings are merged across profiles."""
 
     rule: str

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import as_completed
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from helmsim import taskpool
 from helmsim.cluster.engine import gc_paused
@@ -78,8 +79,7 @@ def profile_pass(
         return nominal, found
 
 
-@dataclass(frozen=True)
-class PassTask:
+class PassTask(Struct, frozen=True):
     """:func:`profile_pass` as a picklable task of the pool: ``(profile, charts) -> (run, found)``."""
 
     releases: tuple[ReleaseInput, ...]

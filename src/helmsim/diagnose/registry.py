@@ -8,8 +8,9 @@ test suite checks that every registered rule has one).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from helmsim.diagnose.context import ProfileRun
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
 Check = Callable[["ProfileRun"], "list[Candidate]"]
 
 
-@dataclass(frozen=True)
-class RuleSpec:
+class RuleSpec(Struct, frozen=True):
     """A rule: id, slug, a one-line summary and its check."""
 
     id: str

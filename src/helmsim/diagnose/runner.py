@@ -8,9 +8,9 @@ and hands them to ``simulate(prepared=…)``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
+from msgspec.structs import replace
 
 from helmsim.cluster.controllers.kubelet import Kubelet
 from helmsim.cluster.engine import Simulation

@@ -18,8 +18,9 @@ becomes an error, with the chain of the first failing run (replayed in this proc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from helmsim import montecarlo as mc
 from helmsim import taskpool
@@ -40,8 +41,7 @@ _SEP = "\t"  # profile names, release refs and object refs never contain a tab
 Charts = tuple[dict[str, ChartRelease], dict[str, ChartRelease]]
 
 
-@dataclass(frozen=True)
-class SamplingOptions:
+class SamplingOptions(Struct, frozen=True):
     """``--runs``, ``--seed`` and ``--backend`` of a check; ``workers`` for the local backend."""
 
     runs: int
@@ -103,8 +103,7 @@ def observe_run(run: ProfileRun, rule_ids: Sequence[str]) -> list[mc.Observation
     return out
 
 
-@dataclass(frozen=True)
-class CheckSampleTask:
+class CheckSampleTask(Struct, frozen=True):
     """One seed of ``check --runs``: every profile simulated with sampled latencies (picklable)."""
 
     profiles: tuple[ClusterProfile, ...]
@@ -148,8 +147,7 @@ def stat_text(s: mc.Stat) -> str:
     return f"{s.count}/{s.runs} ({pct(s.probability)}, 95 % [{pct(lo)}, {pct(hi)}])"
 
 
-@dataclass(frozen=True)
-class Distribution:
+class Distribution(Struct, frozen=True):
     """How often each outcome happened to one release under one profile."""
 
     release: str
@@ -183,8 +181,7 @@ class Distribution:
         return out
 
 
-@dataclass(frozen=True)
-class RaceSample:
+class RaceSample(Struct, frozen=True):
     """A race rule's object under one profile: runs where it was denied, runs it failed."""
 
     profile: str
@@ -216,8 +213,7 @@ class RaceSample:
         }
 
 
-@dataclass(frozen=True)
-class Sampling:
+class Sampling(Struct, frozen=True):
     """The sampled runs of a check: ``runs`` per profile seeded ``seed``."""
 
     runs: int

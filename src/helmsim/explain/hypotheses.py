@@ -13,8 +13,9 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.cluster.trace import Trace
@@ -43,8 +44,7 @@ PRIORS: dict[str, float] = {
 }
 
 
-@dataclass(frozen=True)
-class Hypothesis:
+class Hypothesis(Struct, frozen=True):
     """One condition to test: faults (scenario fault mappings) and an optional profile change."""
 
     id: str

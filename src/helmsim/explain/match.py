@@ -11,7 +11,8 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from helmsim.cluster.trace import Trace, TraceEvent
 from helmsim.explain.observation import EventSeen, LoadedObservation, ReleaseSeen, WorkloadSeen
@@ -37,8 +38,7 @@ def shape(text: str) -> str:
     return out.strip()
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(Struct, frozen=True):
     """One observed fact and whether the run reproduces it."""
 
     id: str

@@ -10,10 +10,10 @@ file and line.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -28,7 +28,7 @@ KIND = "Observation"
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, alias_generator=to_camel, populate_by_name=True
+        defer_build=True, extra="forbid", strict=True, frozen=True, alias_generator=to_camel, populate_by_name=True
     )
 
 
@@ -87,7 +87,9 @@ class WorkloadSeen(_Model):
 class EventSeen(_Model):
     """One Kubernetes Event as ``kubectl get events -o yaml`` prints it (other keys ignored)."""
 
-    model_config = ConfigDict(extra="ignore", strict=False, frozen=True, alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(
+        defer_build=True, extra="ignore", strict=False, frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
 
     reason: str = Field(min_length=1)
     type: str = "Normal"
@@ -140,8 +142,7 @@ class Observation(_Model):
         return str(self.metadata.get("name") or "observation")
 
 
-@dataclass(frozen=True)
-class LoadedObservation:
+class LoadedObservation(Struct, frozen=True):
     """A validated observation, its events (inline and from ``eventsFile``) and where it is."""
 
     observation: Observation

@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from helmsim import taskpool
 from helmsim.cluster.profile import ClusterProfile, profile_from_mapping
@@ -45,8 +47,7 @@ SALIENT = (
 SALIENT_REASONS = ("BackoffLimitExceeded", "WaitForFirstConsumer", "ProvisioningFailed", "FailedScheduling", "ErrImagePull")
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(Struct, frozen=True):
     """How hard to search."""
 
     runs: int = 10
@@ -60,8 +61,7 @@ class Options:
     backend: taskpool.Backend = field(default_factory=taskpool.Backend)
 
 
-@dataclass(frozen=True)
-class RunRecord:
+class RunRecord(Struct, frozen=True):
     """What one run showed."""
 
     hypothesis: str
@@ -88,8 +88,7 @@ class RunRecord:
 JOB_GRACE = 900.0
 
 
-@dataclass(frozen=True)
-class ExplainTask:
+class ExplainTask(Struct, frozen=True):
     """Simulate one (hypothesis, fix, run) item and compare it with the observation (picklable)."""
 
     profiles: Mapping[str, ClusterProfile]
@@ -203,8 +202,7 @@ def _chain(result: SimulationResult) -> list[Step]:
 
 
 # --- the search ---------------------------------------------------------------------------------------
-@dataclass
-class Verdict:
+class Verdict(Struct):
     """One hypothesis after the search."""
 
     hypothesis: Hypothesis
@@ -239,8 +237,7 @@ class Verdict:
         return h.title
 
 
-@dataclass
-class FixVerdict:
+class FixVerdict(Struct):
     """A candidate fix re-simulated under each reproducing hypothesis."""
 
     key: str
@@ -253,8 +250,7 @@ class FixVerdict:
         return bool(self.converges) and all(self.converges.values())
 
 
-@dataclass
-class Explanation:
+class Explanation(Struct):
     """The result: verdicts (reproducing first, by posterior), fixes, notes."""
 
     observation: str

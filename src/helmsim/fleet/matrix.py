@@ -26,10 +26,10 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from helmsim.errors import InputError
@@ -52,7 +52,7 @@ def _as_tuple(v: Any) -> Any:
 class ReleaseEntry(BaseModel):
     """One release of the platform: a chart or Flux tree and its values files."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 
     name: str | None = Field(default=None, min_length=1)
     target: str = Field(min_length=1)
@@ -73,7 +73,7 @@ class ReleaseEntry(BaseModel):
 class FleetMatrix(BaseModel):
     """The ``fleet:`` key of ``.helmsim.yaml``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, populate_by_name=True)
 
     releases: tuple[ReleaseEntry, ...] = Field(min_length=1)
     profiles: tuple[str, ...] = ()
@@ -84,8 +84,7 @@ class FleetMatrix(BaseModel):
     _profiles = field_validator("profiles", mode="before")(_as_tuple)
 
 
-@dataclass(frozen=True)
-class RehearsalSpec:
+class RehearsalSpec(Struct, frozen=True):
     """One cell of the matrix before its inputs are read: a release entry and one values set."""
 
     index: int

@@ -14,7 +14,9 @@ not this interface.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from helmsim import taskpool
 from helmsim.cluster.profile import ClusterProfile
@@ -26,8 +28,7 @@ from helmsim.release_inputs import build_inputs
 from helmsim.simulate import ReleaseInput
 
 
-@dataclass(frozen=True)
-class Rehearsal:
+class Rehearsal(Struct, frozen=True):
     """One cell of the matrix with its inputs read (HelmReleases, values) on the driver."""
 
     spec: RehearsalSpec
@@ -56,8 +57,7 @@ def prepare(specs: Sequence[RehearsalSpec]) -> list[Rehearsal]:
     return out
 
 
-@dataclass(frozen=True)
-class RehearsalTask:
+class RehearsalTask(Struct, frozen=True):
     """``helmsim check`` of one rehearsal under every profile (picklable; sent once per run).
 
     The sampled runs of a rehearsal stay in its task (one process, in seed order), so a
@@ -83,8 +83,7 @@ def in_task(options: CheckOptions) -> CheckOptions:
     return replace(options, sampling=replace(options.sampling, backend="local", workers=1))
 
 
-@dataclass
-class FleetReport:
+class FleetReport(Struct):
     """Every rehearsal's check report in matrix order."""
 
     profiles: list[str]

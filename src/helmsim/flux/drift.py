@@ -11,10 +11,10 @@ CorrectClusterDrift only in mode enabled), internal/reconcile/correct_cluster_dr
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import jsonpatch
+from msgspec import Struct
 
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.store import ApiError, clone, merged_for_apply
@@ -31,8 +31,7 @@ _SERVER_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "ma
 DiffType = Literal["removed", "changed", "excluded"]
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Struct, frozen=True):
     """One object of the release that is not as the release wants it."""
 
     res: Resource
@@ -153,8 +152,6 @@ def correct(sim: Simulation, actor: str, rel: Release, changes: Sequence[Change]
             what = "creation" if c.type == "removed" else "patch"
             errors.append(f"{c.name} {what} failure: {err.message}")
     return done, errors
-
-
 
 
 def detect(rec: Any, last: Release) -> Generator[Any, Any, bool]:

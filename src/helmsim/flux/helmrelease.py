@@ -28,7 +28,7 @@ DEFAULT_RETRY_INTERVAL = 300.0  # api/v2 Strategy.RetryInterval default 5m
 class _Model(BaseModel):
     # Unknown fields are errors, as kubectl's strict field validation reports them; fields of the
     # v2 API that do not change a rollout are accepted and ignored (declared as ``Any``).
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True, frozen=True)
 
 
 class Remediation(_Model):

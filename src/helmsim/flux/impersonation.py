@@ -10,8 +10,11 @@ HelmRelease, used by the release storage, Helm's actions, CRD apply and the wait
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+
 from typing import Any
+
+from msgspec.structs import replace
 
 from helmsim.cluster.controllers.crd import CRD, crd_names
 from helmsim.cluster.engine import Simulation

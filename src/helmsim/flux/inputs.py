@@ -4,9 +4,10 @@ HelmRelease with a local chart."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim import yamlio
 from helmsim.errors import InputError
@@ -14,8 +15,7 @@ from helmsim.flux.helmrelease import HelmRelease, is_helmrelease, parse_helmrele
 from helmsim.manifests import read_manifest_input
 
 
-@dataclass(frozen=True)
-class FluxTree:
+class FluxTree(Struct, frozen=True):
     """HelmReleases in input order and every other object found beside them."""
 
     helmreleases: tuple[HelmRelease, ...]

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import simpy
+from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from helmsim import kstatus
@@ -41,7 +41,7 @@ MIN_TIMEOUT = 30.0  # api/v1 GetTimeout: never below 30s
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True, frozen=True)
 
 
 class Dependency(_Model):
@@ -153,8 +153,7 @@ def parse_kustomization(obj: Mapping[str, Any], *, source: str = "", line: int =
 
 
 # --- what each Kustomization applies ---------------------------------------------------------------
-@dataclass(frozen=True)
-class Unit:
+class Unit(Struct, frozen=True):
     """One Kustomization and what its path holds in the tree."""
 
     ks: Kustomization
@@ -277,8 +276,7 @@ def flux_object(kind: str, api_version: str, ref: str, st: ReleaseState | None) 
     }
 
 
-@dataclass
-class CelReader:
+class CelReader(Struct):
     """fluxcd/pkg runtime/cel StatusEvaluator: for a matching GroupKind, InProgress, then Failed,
     then Current expressions; none true → InProgress; a generation not observed → InProgress.
     Evaluated with the ``cel`` library (common-expression-language)."""
@@ -346,8 +344,7 @@ def check_expressions(ks: Kustomization) -> str | None:
 TERMINAL = "Reconciliation failed terminally due to configuration error"  # kustomization_controller.go TerminalErrorMessage
 
 
-@dataclass
-class KustomizationReconciler:
+class KustomizationReconciler(Struct):
     """kustomize-controller's loop for one Kustomization on the simulated cluster.
 
     ``states`` holds every Kustomization's state (``dependsOn`` reads them), ``hr_states`` the
@@ -548,8 +545,7 @@ _CLUSTER_KINDS = frozenset(
 
 
 # --- outcomes ------------------------------------------------------------------------------------------
-@dataclass
-class KustomizationOutcome:
+class KustomizationOutcome(Struct):
     """The prediction for one Kustomization."""
 
     name: str
@@ -697,8 +693,7 @@ __all__ = [
 ]
 
 
-@dataclass
-class Controller:
+class Controller(Struct):
     """kustomize-controller over a simulation: the Kustomizations' states, which HelmRelease
     each applies, and the gate a HelmRelease's reconciler waits at."""
 

@@ -8,9 +8,9 @@ and internal/reconcile/atomic_release.go, state.go, install.go, upgrade.go, *_re
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 import simpy
 
 from helmsim.kube.gotime import go_duration
@@ -26,8 +26,7 @@ REQUEUE_MIN = 0.75
 REQUEUE_MAX = 900.0
 
 
-@dataclass
-class Condition:
+class Condition(Struct):
     type: str
     status: str
     reason: str
@@ -35,8 +34,7 @@ class Condition:
     time: float
 
 
-@dataclass
-class ReleaseState:
+class ReleaseState(Struct):
     """The HelmRelease status helm-controller keeps (api/v2 HelmReleaseStatus), simplified."""
 
     conditions: dict[str, Condition] = field(default_factory=dict)
@@ -96,8 +94,7 @@ def unready_dependency(
     return None
 
 
-@dataclass
-class Reconciler:
+class Reconciler(Struct):
     """Reconciles one HelmRelease until Ready, Stalled or the horizon.
 
     ``chart_for(upgrade: bool)`` returns the rendered chart to install or upgrade to; ``states``

@@ -13,9 +13,10 @@ import posixpath
 import re
 import tarfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim import yamlio
 from helmsim.errors import InputError
@@ -26,16 +27,14 @@ SOURCE_NOT_READY = "SourceNotReady"  # helm-controller helmrelease_controller.go
 CHART_MUTATE_ERROR = "ChartMutateError"  # helmrelease_controller.go mutateChartWithSourceRevision
 
 
-@dataclass(frozen=True)
-class ChartMeta:
+class ChartMeta(Struct, frozen=True):
     """The ``name`` and ``version`` of a chart's Chart.yaml."""
 
     name: str
     version: str
 
 
-@dataclass(frozen=True)
-class SourceFailure:
+class SourceFailure(Struct, frozen=True):
     """Why helm-controller cannot get the chart: the source object it waits for and its message
     (``kind`` is ``HelmChart`` or ``OCIRepository``), or the chart it cannot use (reason
     ``ChartMutateError``, ``kind`` empty)."""
@@ -54,8 +53,7 @@ class SourceFailure:
         return f"{self.kind} '{self.namespace}/{self.name}' is not ready: {self.message}"
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(Struct, frozen=True):
     """The local chart to simulate (None: not mapped, or the source fails) and what Flux says."""
 
     path: str | None

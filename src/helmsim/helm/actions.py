@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import simpy
+from msgspec import Struct
 
 from helmsim import kstatus
 from helmsim.cluster.admission import serves
@@ -36,8 +36,7 @@ DELETE_POLL_INTERVAL = 2.0  # internal/action/wait.go WaitForDelete: interval 2s
 CRD_WAIT = 60.0  # helm-controller internal/action/crds.go: waiter.Wait(crds, 60s)
 
 
-@dataclass(frozen=True)
-class ActionOptions:
+class ActionOptions(Struct, frozen=True):
     """What helm-controller passes to a Helm action (internal/action/install.go newInstall …)."""
 
     timeout: float = 300.0
@@ -50,8 +49,7 @@ class ActionOptions:
     crds: str = "Create"  # spec.install.crds / spec.upgrade.crds (internal/action/crds.go)
 
 
-@dataclass(frozen=True)
-class ChartRelease:
+class ChartRelease(Struct, frozen=True):
     """A rendered chart ready to be installed: release identity, chart, resources, crds/."""
 
     name: str
@@ -74,8 +72,7 @@ class ChartRelease:
         return [r for r in self.resources if r.is_hook]
 
 
-@dataclass
-class ActionResult:
+class ActionResult(Struct):
     """How an action ended: the release revision it wrote and Helm's error text, if any."""
 
     action: str
@@ -88,8 +85,7 @@ class ActionResult:
     """How many test hooks a test action ran."""
 
 
-@dataclass
-class HelmContext:
+class HelmContext(Struct):
     """The simulated cluster plus Helm's release storage."""
 
     sim: Simulation

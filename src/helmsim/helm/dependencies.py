@@ -12,9 +12,10 @@ is outside the declared range, so that is a note, not an error).
 from __future__ import annotations
 
 from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim import semver, yamlio
 from helmsim.errors import InputError
@@ -26,8 +27,7 @@ CHECK_PREFIX = (
 )
 
 
-@dataclass(frozen=True)
-class Declared:
+class Declared(Struct, frozen=True):
     """One ``dependencies:`` entry of Chart.yaml (Helm's parsed metadata) and its line."""
 
     name: str

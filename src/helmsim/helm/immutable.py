@@ -42,17 +42,17 @@ import base64
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 
 DEFAULT_KUBE_VERSION: tuple[int, int] = (1, 33)
 
 
-@dataclass(frozen=True)
-class FieldError:
+class FieldError(Struct, frozen=True):
     """One ``field.Error``: its path, type, rendered bad value and detail."""
 
     path: str
@@ -68,8 +68,7 @@ class FieldError:
         return f"{self.path}: {body}: {self.detail}" if self.detail else f"{self.path}: {body}"
 
 
-@dataclass(frozen=True)
-class _Ctx:
+class _Ctx(Struct, frozen=True):
     old: Mapping[str, Any]
     new: Mapping[str, Any]
     live: Mapping[str, Any] | None

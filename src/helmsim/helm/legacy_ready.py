@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.cluster.selectors import matches_selector
 
@@ -17,8 +18,7 @@ Lister = Callable[[str, str | None], Sequence[Mapping[str, Any]]]
 """``(kind, namespace) -> objects``: what the checker may list (ReplicaSets, Pods)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Readiness:
+class Readiness(Struct, frozen=True):
     """``ready``, or an ``error`` (retryable in pkg/kube/wait.go, up to 30 times in a row)."""
 
     ready: bool

@@ -23,17 +23,16 @@ import os
 import re
 import tarfile
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from msgspec import Struct, field
 
 SHOWN = 6
 """At most this many call sites are named in the note; the rest are counted."""
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(Struct, frozen=True):
     """One ``lookup`` call: the template's path (from the chart's root) and its line."""
 
     path: str
@@ -90,8 +89,7 @@ def calls(chart_path: str | os.PathLike[str], rendered: Iterable[str] | None = N
 # --- reading the chart ---------------------------------------------------------------------------
 
 
-@dataclass
-class _Source:
+class _Source(Struct):
     """One chart as stored: its metadata, its templates and its vendored subcharts."""
 
     name: str
@@ -103,8 +101,7 @@ class _Source:
     subcharts: list[_Source] = field(default_factory=list)
 
 
-@dataclass
-class _Chart:
+class _Chart(Struct):
     """One chart as Helm renders it (a subchart vendored once may render under several aliases)."""
 
     helm_id: str
@@ -244,8 +241,7 @@ _TOKEN = re.compile(
 )
 
 
-@dataclass
-class _Segment:
+class _Segment(Struct):
     """What one template body does: its lookup calls, the names it includes, and whether it
     includes a name only known at render time."""
 
@@ -254,8 +250,7 @@ class _Segment:
     dynamic: bool = False
 
 
-@dataclass
-class _Parsed:
+class _Parsed(Struct):
     top: _Segment
     defines: list[tuple[str, _Segment]]
     broken: bool = False

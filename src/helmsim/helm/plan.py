@@ -7,8 +7,9 @@ Pure: takes parsed resources, returns data. The simulator replays a plan on the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Literal
+
+from msgspec import Struct, field
 
 from helmsim.helm import immutable
 from helmsim.helm.order import hook_order, kind_groups, manifest_order
@@ -17,8 +18,7 @@ from helmsim.manifests import Resource
 Action = Literal["create", "patch", "unchanged", "delete", "kept"]
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(Struct, frozen=True):
     """One object of the manifest walk and what Helm does with it."""
 
     resource: Resource
@@ -26,8 +26,7 @@ class Step:
     errors: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Struct, frozen=True):
     """Everything Helm does for one install or upgrade, in order.
 
     ``crds`` (install only) come first, then ``pre_hooks``, then ``steps`` grouped by kind

@@ -23,9 +23,10 @@ import json
 import tarfile
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 MAX_SECRET_SIZE = 1024 * 1024  # kubernetes pkg/apis/core/types.go MaxSecretSize
 MAX_REQUEST_BODY = 3 * 1024 * 1024  # k8s.io/apiserver pkg/server/config.go MaxRequestBodyBytes
@@ -39,8 +40,7 @@ _FILE_TIME = "2026-01-01T00:00:00.000000000Z"
 """A file's ``modtime`` (pkg/chart/common/file.go): its length, not its value, counts."""
 
 
-@dataclass(frozen=True)
-class ChartRecord:
+class ChartRecord(Struct, frozen=True):
     """The chart's part of a release record: its Go JSON and its largest stored files."""
 
     json: str
@@ -48,8 +48,7 @@ class ChartRecord:
     """(file, bytes) of the chart's largest templates and files, largest first (at most 5)."""
 
 
-@dataclass(frozen=True)
-class RecordSize:
+class RecordSize(Struct, frozen=True):
     """How big Helm's release record is: its JSON and, when the JSON alone cannot show that
     the record fits, the range the base64 of Go's gzip of it lies in (``data.release``)."""
 
@@ -142,8 +141,7 @@ def chart_record(
     return ChartRecord("{" + ",".join(parts) + "}", largest)
 
 
-@dataclass(frozen=True)
-class StoredHook:
+class StoredHook(Struct, frozen=True):
     """A hook as pkg/release/v1/hook.go marshals it (its manifest is in ``manifest`` text)."""
 
     name: str

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal
+
+from msgspec import Struct, field
 
 from helmsim.manifests import Resource
 
@@ -21,8 +22,7 @@ ReleaseStatus = Literal[
 ]
 
 
-@dataclass
-class HookRun:
+class HookRun(Struct):
     """``HookExecution``: when a hook ran and how it ended (Unknown, Running, Succeeded, Failed)."""
 
     name: str
@@ -32,8 +32,7 @@ class HookRun:
     phase: str = "Running"
 
 
-@dataclass
-class Release:
+class Release(Struct):
     """One revision of a release."""
 
     name: str

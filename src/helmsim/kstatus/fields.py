@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 
 class StatusError(Exception):
@@ -163,8 +164,7 @@ def get_bool_field(obj: Any, field_path: str, default: bool) -> bool:
     return val if isinstance(val, bool) else default
 
 
-@dataclass(frozen=True, slots=True)
-class BasicCondition:
+class BasicCondition(Struct, frozen=True):
     """cli-utils util.go BasicCondition: type, status, reason, message."""
 
     type: str

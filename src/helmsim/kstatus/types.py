@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+from msgspec import Struct
 
 
 class Status(str, Enum):
@@ -28,8 +29,7 @@ STALLED = "Stalled"
 RECONCILING = "Reconciling"
 
 
-@dataclass(frozen=True, slots=True)
-class Condition:
+class Condition(Struct, frozen=True):
     """A standard condition carried by a Result (status.go Condition)."""
 
     type: str
@@ -47,8 +47,7 @@ class Condition:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
+class Result(Struct, frozen=True):
     """The status of one object.
 
     ``error`` is set only for ``Unknown`` results made from a status-function error (the Go
@@ -81,8 +80,7 @@ def unknown(error: str) -> Result:
     return Result(Status.UNKNOWN, error, (), error)
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectId:
+class ObjectId(Struct, frozen=True):
     """An object identifier (cli-utils pkg/object ObjMetadata: group, kind, namespace, name)."""
 
     kind: str

@@ -12,7 +12,8 @@ which error. Entry order: Go iterates a map, so its order is random; we keep the
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from helmsim.kstatus.readers import aggregate
 from helmsim.kstatus.types import ObjectId, Result, Status
@@ -22,8 +23,7 @@ FAILED_EARLY = "failed early due to stalled resources"
 TIMEOUT = "timeout waiting for"
 
 
-@dataclass(frozen=True, slots=True)
-class WaitDecision:
+class WaitDecision(Struct, frozen=True):
     """Whether the wait ends now, and its error text if it ends with one."""
 
     stop: bool

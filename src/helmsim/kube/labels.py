@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from helmsim.kube.selectors import Requirement
 
@@ -19,8 +20,7 @@ class SelectorError(ValueError):
     """A selector string that pkg/labels Parse refuses (its message)."""
 
 
-@dataclass(frozen=True)
-class LabelSelector:
+class LabelSelector(Struct, frozen=True):
     """A parsed selector: every requirement must hold (an empty selector matches everything)."""
 
     text: str

@@ -8,13 +8,13 @@ last restart.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from msgspec import Struct
 
-@dataclass(frozen=True)
-class PodColumns:
+
+class PodColumns(Struct, frozen=True):
     """The READY, STATUS and RESTARTS columns of ``kubectl get pods``."""
 
     ready: str

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import yaml
+from msgspec import Struct
 
 from helmsim.cluster.selectors import matches_selector
 
@@ -36,8 +36,7 @@ def go_quote_list(items: Sequence[str]) -> str:
     return "[" + " ".join(go_quote(i) for i in items) + "]"
 
 
-@dataclass(frozen=True)
-class User:
+class User(Struct, frozen=True):
     """An authenticated identity: its user name and groups."""
 
     name: str
@@ -56,8 +55,7 @@ def service_account_user(namespace: str, name: str) -> User:
     )
 
 
-@dataclass(frozen=True)
-class Attributes:
+class Attributes(Struct, frozen=True):
     """One resource request (k8s.io/apiserver pkg/authorization/authorizer AttributesRecord)."""
 
     verb: str
@@ -68,8 +66,7 @@ class Attributes:
     subresource: str = ""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """An rbac/v1 PolicyRule."""
 
     verbs: tuple[str, ...] = ()

@@ -8,8 +8,9 @@ string form (``app=web,tier!=db``) into the same requirements.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.errors import InputError
 
@@ -22,8 +23,7 @@ _ANY_SOURCES = ("k8s:", "any:", "unspec:", "container:")
 RESERVED_PREFIX = "reserved:"
 
 
-@dataclass(frozen=True)
-class Requirement:
+class Requirement(Struct, frozen=True):
     key: str
     operator: str  # In, NotIn, Exists, DoesNotExist
     values: frozenset[str]
@@ -41,8 +41,7 @@ class Requirement:
         return not present  # DoesNotExist
 
 
-@dataclass(frozen=True)
-class Selector:
+class Selector(Struct, frozen=True):
     """A compiled selector: every requirement must hold. No requirements selects everything."""
 
     requirements: tuple[Requirement, ...]

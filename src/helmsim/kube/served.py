@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+from msgspec import Struct
 
 _MINOR = re.compile(r"^v?1\.([0-9]+)")
 
@@ -105,8 +106,7 @@ _REMOVED: dict[int, dict[str, tuple[str, ...]]] = {
 }
 
 
-@dataclass(frozen=True)
-class BuiltinAPIs:
+class BuiltinAPIs(Struct, frozen=True):
     """The built-in (group/version, Kind) pairs one Kubernetes minor version serves by default."""
 
     minor: int

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 Schema = Mapping[str, Any]
 
@@ -47,8 +48,7 @@ _POINTER_STRUCTS: frozenset[tuple[str, str]] = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FieldError:
+class FieldError(Struct, frozen=True):
     """One structured-merge-diff validation error: a path such as ``.spec.replicas`` and a text."""
 
     path: str

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 
-@dataclass(frozen=True)
-class Image:
+
+class Image(Struct, frozen=True):
     """One ``images`` entry (kustomize types.Image; fluxcd/pkg apis/kustomize Image)."""
 
     name: str

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml_rs
+from msgspec import Struct, field
 
 from helmsim import yamlio
 from helmsim.kustomize import KustomizeError, json6902, smp
@@ -22,8 +22,7 @@ SchemaFor = Callable[[str, str], "smp.Schema | None"]
 """(apiVersion, kind) → the kind's OpenAPI schema (None: lists are replaced)."""
 
 
-@dataclass(frozen=True)
-class Patch:
+class Patch(Struct, frozen=True):
     """A ``patches`` entry: inline ``patch`` text (Flux's API has no ``path``) and a target."""
 
     patch: str

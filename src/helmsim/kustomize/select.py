@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.kube import labels as labelsel
 from helmsim.kustomize import KustomizeError
@@ -18,8 +19,7 @@ NO_GROUP, NO_VERSION, NO_KIND = "[noGrp]", "[noVer]", "[noKind]"  # kyaml/resid/
 NOT_A_NAMESPACE = "_non_namespaceable_"
 
 
-@dataclass(frozen=True)
-class Selector:
+class Selector(Struct, frozen=True):
     """A ``target`` (fluxcd/pkg apis/kustomize Selector; kustomize types.Selector)."""
 
     group: str = ""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.kube import openapi
 from helmsim.kustomize import KustomizeError
@@ -35,8 +36,7 @@ CLEAR = _Clear()
 _MISSING = object()
 
 
-@dataclass(frozen=True)
-class Schema:
+class Schema(Struct, frozen=True):
     """One node of a built-in kind's OpenAPI schema (kyaml openapi.ResourceSchema)."""
 
     node: Mapping[str, Any]

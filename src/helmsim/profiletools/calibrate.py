@@ -38,9 +38,10 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 from helmsim.cluster.latency import parse_duration
 from helmsim.errors import InputError
@@ -68,16 +69,14 @@ _PULLED = re.compile(
 _COMBINED = "(combined from similar events): "
 
 
-@dataclass(frozen=True)
-class Stamp:
+class Stamp(Struct, frozen=True):
     """A point in time and whether it was written with whole-second resolution."""
 
     at: datetime
     coarse: bool
 
 
-@dataclass
-class Measure:
+class Measure(Struct):
     """The samples of one latency, and what they were measured from."""
 
     key: str  # the profile path: latencies.imagePull, cni.policyPropagationSeconds
@@ -94,8 +93,7 @@ class Measure:
         self.coarse = self.coarse or coarse
 
 
-@dataclass(frozen=True)
-class Fitted:
+class Fitted(Struct, frozen=True):
     """A calibrated latency: the distribution (profile data) and its comment, or why not."""
 
     key: str
@@ -127,8 +125,7 @@ def _interval(start: Stamp, end: Stamp) -> tuple[float, bool]:
 # --- events -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(Struct, frozen=True):
     """A Kubernetes Event, normalised across core/v1 and events.k8s.io/v1."""
 
     reason: str

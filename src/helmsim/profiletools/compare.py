@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.cluster.profile import ClusterProfile
 
 _MISSING = object()
 
 
-@dataclass(frozen=True)
-class Difference:
+class Difference(Struct, frozen=True):
     """One path whose value differs; ``a``/``b`` are ``None`` with ``only`` when one side lacks it."""
 
     path: str

@@ -23,10 +23,10 @@ import ipaddress
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from msgspec import Struct
 
 from helmsim.cluster.controllers.storage import is_default_class
 from helmsim.cluster.profile import ClusterProfile, Latencies
@@ -37,8 +37,7 @@ from helmsim.profiletools.dumps import Dump, Located
 ZONE = "topology.kubernetes.io/zone"
 
 
-@dataclass(frozen=True)
-class Platform:
+class Platform(Struct, frozen=True):
     """What kind of cluster the objects show, and the built-in profile closest to it."""
 
     name: str  # kind, eks, gke, aks, k3s, or "" when unknown

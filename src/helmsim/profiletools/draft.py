@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 Path = tuple[str | int, ...]
 
 
-@dataclass
-class Draft:
+class Draft(Struct):
     """Profile data (YAML key names) with, for each value, where it came from.
 
     ``notes[path]`` is the end-of-line comment of the value at ``path``; ``blocks[path]`` are

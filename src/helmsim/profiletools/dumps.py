@@ -10,9 +10,10 @@ line naming the file (and line), exit 2. Work is bounded: ``--max-file-size`` an
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from helmsim import limits, yamlio
 from helmsim.errors import InputError
@@ -22,8 +23,7 @@ MAX_OBJECTS = 1_000_000  # over all files; one file is bounded by --max-objects
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
-@dataclass(frozen=True)
-class Located:
+class Located(Struct, frozen=True):
     """One object and where it was read: ``source`` is a file path or a live API path."""
 
     obj: Mapping[str, Any]
@@ -52,8 +52,7 @@ class Located:
         return f"{where} {ref}"
 
 
-@dataclass
-class Dump:
+class Dump(Struct):
     """Every object read, plus the server version when a ``kubectl version`` output was given."""
 
     objects: list[Located] = field(default_factory=list)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from helmsim.cluster.profile import (
     ClusterProfile,
@@ -21,8 +22,7 @@ from helmsim.yamlio import load_one
 AUTO = "auto"
 
 
-@dataclass(frozen=True)
-class Imported:
+class Imported(Struct, frozen=True):
     """The profile text, the validated profile it loads as, and what to tell the user."""
 
     text: str

@@ -11,9 +11,10 @@ exit 2. The package is imported lazily: ``helmsim --help`` does not load it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.errors import InputError
 from helmsim.profiletools.dumps import Dump, add_text
@@ -21,8 +22,7 @@ from helmsim.profiletools.dumps import Dump, add_text
 TIMEOUT_SECONDS = 15.0
 
 
-@dataclass(frozen=True)
-class Read:
+class Read(Struct, frozen=True):
     """One GET: the API path, and whether its absence (404/403) is an error."""
 
     path: str

@@ -18,9 +18,10 @@ import html
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
+
+from msgspec import Struct, field
 
 from helmsim.cluster.trace import TraceEvent
 from helmsim.report.safe import safe_text
@@ -30,8 +31,7 @@ OUTCOMES = ("Ready", "Failed", "Stalled", "Blocked", "Progressing")
 
 
 # --- inputs from other commands ------------------------------------------------------------------
-@dataclass(frozen=True)
-class ChainStep:
+class ChainStep(Struct, frozen=True):
     """One link of a cause chain: a trace event (``event_id``) or a derived fact (None)."""
 
     time: float
@@ -53,8 +53,7 @@ class ChainStep:
         return cls(float(value.time), str(value.obj), str(value.text), None if event is None else int(event))
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Struct, frozen=True):
     """A problem found in a run (``helmsim check``), shown with its cause chain.
 
     ``chain`` lists trace event ids or ``ChainStep``s, cause first (``Trace.chain`` order);
@@ -107,8 +106,7 @@ class Finding:
         return out
 
 
-@dataclass(frozen=True)
-class OutcomeDistribution:
+class OutcomeDistribution(Struct, frozen=True):
     """Monte-Carlo outcomes of one release under one profile (``helmsim test``).
 
     ``counts`` maps an outcome (Ready, Failed, Stalled, Blocked, Progressing) to its number of
@@ -137,8 +135,7 @@ class OutcomeDistribution:
 
 
 # --- the timeline model --------------------------------------------------------------------------
-@dataclass
-class Span:
+class Span(Struct):
     """A stretch of one state of a lane's object; ``band`` "main" or "overlay" (hook, denied)."""
 
     start: float
@@ -148,8 +145,7 @@ class Span:
     band: str = "main"
 
 
-@dataclass
-class Marker:
+class Marker(Struct):
     """Trace events at one time on one lane (same-time events grouped)."""
 
     time: float
@@ -161,8 +157,7 @@ class Marker:
     until: float | None = None
 
 
-@dataclass
-class Lane:
+class Lane(Struct):
     """One row of the timeline."""
 
     key: str
@@ -183,8 +178,7 @@ class Lane:
     when each took effect."""
 
 
-@dataclass
-class ReleaseTimeline:
+class ReleaseTimeline(Struct):
     """The lanes of one simulated release and its verdict."""
 
     outcome: ReleaseOutcome

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -14,8 +14,7 @@ from helmsim.manifests import Resource, Source
 from helmsim.report.safe import dump_json
 
 
-@dataclass(frozen=True)
-class PlanContext:
+class PlanContext(Struct, frozen=True):
     """Release identity and notes printed with a plan."""
 
     release_name: str

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from msgspec import Struct
 from rich.console import Console
 from rich.text import Text
 
@@ -29,8 +29,7 @@ OUTCOME_STYLE = {
 SEVERITY_STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.note: "cyan"}
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(Struct, frozen=True):
     """One labelled line of a block: ``label`` in the margin, ``text`` wrapped beside it."""
 
     label: str

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from msgspec import Struct
 
 from helmsim.cluster.controllers.job import job_finished
 from helmsim.cluster.controllers.workloads import (
@@ -70,8 +71,7 @@ class ScheduleError(ValueError):
     """An unparseable cron schedule."""
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(Struct, frozen=True):
     """A parsed schedule: allowed values per field, or a constant delay (``@every``)."""
 
     minutes: frozenset[int] = frozenset()

@@ -24,8 +24,9 @@ finalizer (counted pods are tracked in memory instead), API errors on pod creati
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 from helmsim.cluster import jobmath
 from helmsim.cluster.controllers.workloads import (
@@ -63,8 +64,7 @@ JOB_API_BACKOFF = (1.0, 60.0)
 Key = tuple[str, str]
 
 
-@dataclass
-class _JobState:
+class _JobState(Struct):
     """What the controller remembers about one Job (by uid), as the real one does in memory."""
 
     counted: set[str] = field(default_factory=set)  # pod uids already in status (finalizer removed)
@@ -73,8 +73,7 @@ class _JobState:
     created: int = 0
 
 
-@dataclass
-class _Finish:
+class _Finish(Struct):
     type: str  # FailureTarget, Failed, SuccessCriteriaMet, Complete
     reason: str
     message: str

@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from helmsim.cluster.controllers.storage import (
     ANN_BETA_STORAGE_PROVISIONER,
@@ -71,8 +72,7 @@ MSG_FS_RESIZE_PENDING = (
 )
 
 
-@dataclass(frozen=True)
-class Driver:
+class Driver(Struct, frozen=True):
     """What a provisioner does differently: where volumes live and what it refuses."""
 
     pod: str

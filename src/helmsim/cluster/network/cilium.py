@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.cluster.network.flows import (
     CILIUM_NS_LABEL,
@@ -54,8 +55,7 @@ ENTITIES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class FqdnMatcher:
+class FqdnMatcher(Struct, frozen=True):
     text: str
     regex: re.Pattern[str]
 
@@ -86,22 +86,19 @@ def compile_fqdn(item: Any, where: str) -> FqdnMatcher:
     raise InputError(f"{where}: needs matchName or matchPattern")
 
 
-@dataclass(frozen=True)
-class CiliumPortRule:
+class CiliumPortRule(Struct, frozen=True):
     ports: tuple[PortSpec, ...]  # empty: every port
     dns: tuple[FqdnMatcher, ...] | None  # rules.dns, if any
     l7: bool  # has any L7 rules (dns/http/kafka/l7)
 
 
-@dataclass(frozen=True)
-class ServiceRef:
+class ServiceRef(Struct, frozen=True):
     namespace: str | None
     name: str | None
     selector: Selector | None
 
 
-@dataclass(frozen=True)
-class CiliumRule:
+class CiliumRule(Struct, frozen=True):
     index: int
     endpoints: tuple[Selector, ...] | None
     entities: tuple[str, ...] | None
@@ -123,8 +120,7 @@ class CiliumRule:
         )
 
 
-@dataclass(frozen=True)
-class CiliumPolicy:
+class CiliumPolicy(Struct, frozen=True):
     id: str
     where: str  # "" or "specs[2] " (which rule of a multi-spec CNP)
     namespace: str | None  # None for clusterwide

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from helmsim.cluster.network import cilium, kubernetes
 from helmsim.cluster.network.flows import (
@@ -43,15 +45,13 @@ from helmsim.cluster.network.selectors import labels_selector
 from helmsim.errors import InputError
 
 
-@dataclass(frozen=True)
-class _Leg:
+class _Leg(Struct, frozen=True):
     dst: Peer
     port: int
     protocol: str
 
 
-@dataclass(frozen=True)
-class _Plan:
+class _Plan(Struct, frozen=True):
     desc: str
     dial: str
     protocol: str
@@ -61,8 +61,7 @@ class _Plan:
     empty_cause: str = "no-endpoints"
 
 
-@dataclass(frozen=True)
-class _Side:
+class _Side(Struct, frozen=True):
     allowed: bool
     reason: str
     decided_by: tuple[str, ...] = ()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from helmsim.cluster.network.model import ClusterView, Node, Pod
 from helmsim.errors import InputError
@@ -37,8 +39,7 @@ def parse_network(text: str, *, where: str = "cidr") -> IPNetwork:
         raise InputError(f"{where}: {text!r} is not a CIDR") from None
 
 
-@dataclass(frozen=True)
-class CidrBlock:
+class CidrBlock(Struct, frozen=True):
     """A CIDR minus its ``except`` subnets (NetworkPolicy ipBlock, Cilium toCIDRSet)."""
 
     net: IPNetwork
@@ -69,8 +70,7 @@ def compile_cidr(cidr: object, excepts: object = None, *, where: str) -> CidrBlo
     )
 
 
-@dataclass(frozen=True, eq=False)
-class Peer:
+class Peer(Struct, frozen=True, eq=False):
     """One end of a connection as policy sees it (after Service DNAT).
 
     ``kind`` is ``pod`` (has a Cilium identity and Kubernetes labels), ``node`` (a node IP or a
@@ -170,8 +170,7 @@ def world_peer(ip: IPAddress | None, *, fqdn: str | None = None) -> Peer:
     )
 
 
-@dataclass(frozen=True)
-class PortSpec:
+class PortSpec(Struct, frozen=True):
     """One L4 match: ``protocol=None`` is any protocol, ``port=None`` any port, ``name`` a named
     port."""
 

@@ -7,8 +7,9 @@ kubernetes/website content/en/docs/concepts/services-networking/network-policies
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.cluster.network.flows import CidrBlock, Peer, PortSpec, compile_cidr, parse_port_number
 from helmsim.cluster.network.model import PROTOCOLS, CniConfig
@@ -18,22 +19,19 @@ from helmsim.errors import InputError
 KIND = "NetworkPolicy"
 
 
-@dataclass(frozen=True)
-class NPPeer:
+class NPPeer(Struct, frozen=True):
     pod_selector: Selector | None
     ns_selector: Selector | None
     ip_block: CidrBlock | None
 
 
-@dataclass(frozen=True)
-class NPRule:
+class NPRule(Struct, frozen=True):
     index: int  # 1-based, as reasons print it
     ports: tuple[PortSpec, ...]  # empty: every port
     peers: tuple[NPPeer, ...]  # empty: every peer
 
 
-@dataclass(frozen=True)
-class NetworkPolicy:
+class NetworkPolicy(Struct, frozen=True):
     id: str
     namespace: str
     pod_selector: Selector
@@ -217,8 +215,7 @@ def rule_allows(
     return None
 
 
-@dataclass(frozen=True)
-class NPDecision:
+class NPDecision(Struct, frozen=True):
     isolating: tuple[NetworkPolicy, ...]
     allowed_by: tuple[NetworkPolicy, NPRule, str] | None
 

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from msgspec import Struct
+
 from helmsim.errors import InputError
 
 # Every pod label reaches Cilium with source "k8s" (pkg/labels/labels.go LabelSourceK8s).
@@ -40,8 +42,7 @@ DEFAULT_PREFIXES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class LabelPrefix:
+class LabelPrefix(Struct, frozen=True):
     """One prefix rule: ``[source:][!]regexp``, anchored at the start of the label key."""
 
     text: str

@@ -7,9 +7,11 @@ addresses), the CNI configuration, the connection targets and the verdict.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
+
+from msgspec import Struct, field
+from msgspec.structs import force_setattr
 
 from helmsim.cluster.network.labelfilter import DEFAULT_FILTER, LabelFilter
 from helmsim.errors import InputError
@@ -43,8 +45,7 @@ def normalize_protocol(value: Any, *, default: str = "TCP") -> str:
     return proto
 
 
-@dataclass(frozen=True)
-class ContainerPort:
+class ContainerPort(Struct, frozen=True):
     """A named container port, used to resolve named ports in policies and Services."""
 
     name: str
@@ -52,8 +53,7 @@ class ContainerPort:
     protocol: str = "TCP"
 
 
-@dataclass(frozen=True, eq=False)
-class Pod:
+class Pod(Struct, frozen=True, eq=False):
     """A pod as the network sees it: identity labels, address, node and named ports."""
 
     namespace: str
@@ -66,7 +66,7 @@ class Pod:
     host_network: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "labels", _frozen(self.labels))
+        force_setattr(self, "labels", _frozen(self.labels))
 
     @property
     def key(self) -> str:
@@ -80,23 +80,20 @@ class Pod:
         return None
 
 
-@dataclass(frozen=True)
-class External:
+class External(Struct, frozen=True):
     """A connection source outside the cluster (for ingress checks), by IP address."""
 
     ip: str
 
 
-@dataclass(frozen=True)
-class ServicePort:
+class ServicePort(Struct, frozen=True):
     port: int
     target_port: int | str | None = None
     protocol: str = "TCP"
     name: str = ""
 
 
-@dataclass(frozen=True, eq=False)
-class Service:
+class Service(Struct, frozen=True, eq=False):
     """A ClusterIP Service; ``selector=None`` is a selector-less one (e.g. default/kubernetes)."""
 
     namespace: str
@@ -107,13 +104,12 @@ class Service:
     labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "labels", _frozen(self.labels))
+        force_setattr(self, "labels", _frozen(self.labels))
         if self.selector is not None:
-            object.__setattr__(self, "selector", _frozen(self.selector))
+            force_setattr(self, "selector", _frozen(self.selector))
 
 
-@dataclass(frozen=True)
-class Node:
+class Node(Struct, frozen=True):
     """A node, or (``external``) an API server endpoint outside the cluster (a managed control
     plane): an address in ``default/kubernetes`` that is no node."""
 
@@ -123,8 +119,7 @@ class Node:
     external: bool = False
 
 
-@dataclass(frozen=True, eq=False)
-class ClusterView:
+class ClusterView(Struct, frozen=True, eq=False, dict=True):
     """What the evaluator knows about the cluster at one instant.
 
     ``dns_records`` maps external names to addresses; an unknown name resolves to an unspecified
@@ -150,15 +145,15 @@ class ClusterView:
     reconciler.go: only Ready addresses serve, without publishNotReadyAddresses)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(
+        force_setattr(
             self,
             "namespaces",
             MappingProxyType({k: _frozen(v) for k, v in self.namespaces.items()}),
         )
-        object.__setattr__(self, "dns_records", MappingProxyType(dict(self.dns_records)))
+        force_setattr(self, "dns_records", MappingProxyType(dict(self.dns_records)))
         # Derived-value caches (pure: the view is immutable). Pods hash by identity.
-        object.__setattr__(self, "_ns_cache", {})
-        object.__setattr__(self, "_peer_cache", {})
+        self.__dict__["_ns_cache"] = {}
+        self.__dict__["_peer_cache"] = {}
 
     @classmethod
     def default(
@@ -272,8 +267,7 @@ CniType = Literal["cilium", "kubernetes", "none"]
 EnforcementMode = Literal["default", "always", "never"]
 
 
-@dataclass(frozen=True)
-class CniConfig:
+class CniConfig(Struct, frozen=True):
     """Which policies are enforced, and how (the profile's ``cni`` section)."""
 
     type: CniType = "kubernetes"
@@ -314,8 +308,7 @@ class CniConfig:
 # ---- targets -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class KubeApiServer:
+class KubeApiServer(Struct, frozen=True):
     """The API server, dialled through the ``kubernetes`` Service ClusterIP on 443.
 
     ``backend`` (an endpoint IP) is the one backend the load balancer picked for this connection;
@@ -325,23 +318,20 @@ class KubeApiServer:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
-class Dns:
+class Dns(Struct, frozen=True):
     """The cluster DNS Service (kube-dns) on port 53; ``name`` is the name being looked up."""
 
     protocol: str = "UDP"
     name: str | None = None
 
 
-@dataclass(frozen=True)
-class ServiceTarget:
+class ServiceTarget(Struct, frozen=True):
     namespace: str
     name: str
     port: int | str
 
 
-@dataclass(frozen=True, eq=False)
-class PodsTarget:
+class PodsTarget(Struct, frozen=True, eq=False):
     """Pods by labels (``namespace=None``: any namespace) or one pod by ``name``, dialled."""
 
     namespace: str | None
@@ -351,11 +341,10 @@ class PodsTarget:
     name: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "labels", _frozen(self.labels))
+        force_setattr(self, "labels", _frozen(self.labels))
 
 
-@dataclass(frozen=True)
-class FqdnTarget:
+class FqdnTarget(Struct, frozen=True):
     """An external name and port, e.g. api.github.com:443 (resolved through cluster DNS first)."""
 
     name: str
@@ -363,8 +352,7 @@ class FqdnTarget:
     protocol: str = "TCP"
 
 
-@dataclass(frozen=True)
-class IpTarget:
+class IpTarget(Struct, frozen=True):
     """An IP address or a CIDR (every address in it must be reachable) and a port."""
 
     address: str
@@ -372,8 +360,7 @@ class IpTarget:
     protocol: str = "TCP"
 
 
-@dataclass(frozen=True)
-class World:
+class World(Struct, frozen=True):
     """Some address outside the cluster, not named by any policy."""
 
     port: int = 443
@@ -384,8 +371,7 @@ Target = KubeApiServer | Dns | ServiceTarget | PodsTarget | FqdnTarget | IpTarge
 Source = Pod | External
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Struct, frozen=True):
     """The answer for one connection attempt.
 
     ``decided_by`` names the policies that decided (``Kind namespace/name``); ``dial`` is the

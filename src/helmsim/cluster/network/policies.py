@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from helmsim.cluster.network import cilium, kubernetes
 from helmsim.cluster.network.cilium import CiliumPolicy  # the field ``cilium`` hides the module in the class
@@ -18,8 +19,7 @@ POLICY_KINDS = {
 }
 
 
-@dataclass(frozen=True, eq=False)
-class PolicySet:
+class PolicySet(Struct, frozen=True, eq=False, dict=True):
     """NetworkPolicies and Cilium rules, compiled. Build with :meth:`from_manifests`."""
 
     k8s: tuple[kubernetes.NetworkPolicy, ...] = ()
@@ -28,7 +28,7 @@ class PolicySet:
     def __post_init__(self) -> None:
         # Which policies select a pod is asked on every connection: memoise it per pod object
         # (pods hash by identity) and namespace labels, the only inputs of selection.
-        object.__setattr__(self, "_sel_cache", {})
+        self.__dict__["_sel_cache"] = {}
 
     def selecting(
         self, peer: Peer

@@ -21,7 +21,8 @@ count.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
@@ -37,8 +38,7 @@ _NEEDS = re.compile(
 _WAITS = re.compile(r"^(?P<container>[^:]+): waits for ")
 
 
-@dataclass
-class Race:
+class Race(Struct):
     """A pod whose granting policy came into effect after the pod could send."""
 
     pod: str

@@ -21,7 +21,8 @@ them (a later pod created, ``Started``, ``scheduled``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
@@ -51,8 +52,7 @@ _KINDS = {
 }
 
 
-@dataclass(frozen=True)
-class _Blocked:
+class _Blocked(Struct, frozen=True):
     """One reference that kept an owner's pods from starting."""
 
     owner: str
