@@ -540,7 +540,7 @@ def model_pod(pod: Mapping[str, Any], ctx: BehaviourContext) -> PodModel:
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     where = f"Pod {namespace}/{meta.get('name', '')}"
 
-    granted, grant_notes = _policy_needs(pod, ctx)
+    granted, grant_notes = _break_cycles(pod, ctx, *_policy_needs(pod, ctx))
     rbac_note = _rbac_binding(pod, ctx)
     completes, run_note = _runs_to_completion(pod)
     services = ctx.services_by_name(namespace)
@@ -756,6 +756,78 @@ _SELF_NOTE = (
     "not a need (a program does not dial itself at start, and its replicas find each other "
     "by their pods' names)"
 )
+
+
+CYCLE_NOTE = (
+    "not a need at start: the pods behind it would in turn wait for this one (the needs inferred "
+    "from policies form a cycle; were each dialled at start and fatal when refused, no install "
+    "could finish, so at least one program tolerates its peer's absence, and which is unknown)"
+)
+
+
+def _break_cycles(
+    pod: Mapping[str, Any], ctx: BehaviourContext, needs: list[Need], notes: list[str]
+) -> tuple[list[Need], list[str]]:
+    """``needs`` (inferred from the policies selecting ``pod``) without the Services that lead
+    back to ``pod`` through the release's other pods' policy-inferred needs, each said in the
+    notes: such a cycle cannot be start-time dependencies of every program on it (harbor core and
+    jobservice, whose policies each allow the other: bitnami/charts bitnami/harbor
+    templates/core/networkpolicy.yaml, templates/jobservice/networkpolicy.yaml)."""
+    cyclic = _cyclic(pod, ctx, [n for n in needs if n.kind == "service"])
+    if not cyclic:
+        return needs, notes
+    kept_notes = []
+    for note in notes:
+        need = next((n for n in cyclic if note.startswith(f"needs {n}: ")), None)
+        kept_notes.append(note if need is None else f"{note.removeprefix('needs ')}, but {CYCLE_NOTE}")
+    return [n for n in needs if n not in cyclic], kept_notes
+
+
+def _cyclic(pod: Mapping[str, Any], ctx: BehaviourContext, services: list[Need]) -> set[Need]:
+    """The Service needs of ``services`` from whose pods (the release's pod templates the
+    Service selects) a chain of policy-inferred Service needs leads back to ``pod``. A template
+    is judged by its namespace and labels (the policies' subject selectors; its ServiceAccount
+    is taken as ``default``)."""
+    if not services or not ctx.pod_templates:
+        return set()
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    own = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    nodes = list({(ns, tuple(sorted(labels.items()))): None for ns, labels, _ in ctx.pod_templates})
+    edges: dict[int, list[tuple[str, Mapping[str, Any]]]] = {}
+
+    def selector(need: Need) -> tuple[str, Mapping[str, Any]]:
+        ns, _, name = need.host.partition("/")
+        svc = ctx.services_by_name(namespace).get((ns, name)) or {}
+        return ns, (svc.get("spec") or {}).get("selector") or {}
+
+    def selects(sel: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+        return bool(sel) and all(labels.get(str(k)) == str(v) for k, v in sel.items())
+
+    def behind(ns: str, sel: Mapping[str, Any]) -> list[int]:
+        return [i for i, (nns, labels) in enumerate(nodes) if nns == ns and selects(sel, dict(labels))]
+
+    def out_of(i: int) -> list[tuple[str, Mapping[str, Any]]]:
+        if i not in edges:
+            ns, labels = nodes[i]
+            shape = {"metadata": {"namespace": ns, "labels": dict(labels)}}
+            found, _ = _policy_needs(shape, ctx)
+            edges[i] = [selector(n) for n in found if n.kind == "service"]
+        return edges[i]
+
+    def leads_back(start: list[int]) -> bool:
+        seen, todo = set(start), list(start)
+        while todo:
+            for ns, sel in out_of(todo.pop()):
+                if ns == namespace and selects(sel, own):
+                    return True
+                for j in behind(ns, sel):
+                    if j not in seen:
+                        seen.add(j)
+                        todo.append(j)
+        return False
+
+    return {n for n in services if leads_back(behind(*selector(n)))}
 
 
 def _fronts_pod(need: Need, pod: Mapping[str, Any], ctx: BehaviourContext) -> bool:

@@ -348,6 +348,7 @@ def _in_order(patterns: Sequence[str], argv: Sequence[str]) -> bool:
     return i == len(patterns)
 
 
+@lru_cache(maxsize=4096)  # pure; asked for every catalog entry of every container of every run
 def image_repository(image: str) -> str:
     """The repository of an image reference, normalised as the container runtime does.
 
@@ -362,6 +363,7 @@ def image_repository(image: str) -> str:
     return _normalise_pattern(ref)
 
 
+@lru_cache(maxsize=4096)
 def _normalise_pattern(ref: str) -> str:
     first, sep, _ = ref.partition("/")
     if not sep:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from helmsim.cluster.behaviour import Check, ContainerModel, ProbeGate
+from helmsim.cluster.behaviour import CYCLE_NOTE, Check, ContainerModel, ProbeGate
 from helmsim.cluster.selectors import matches_map
 from helmsim.cluster.store import ApiError, ApiUnreachable
 
@@ -479,6 +479,12 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
         if peers:
             # the needs inferred from its environment and policies: dialled once each at start
             text += f", connecting at start to {', '.join(peers)} and exiting 1 when one does not answer"
+        cyclic = [n.partition(": ")[0] for n in model.notes if n.endswith(CYCLE_NOTE)]
+        if cyclic:
+            text += (
+                f", {'and ' if peers else ''}not waiting at start for {', '.join(cyclic)} (its policies allow it, but the pods "
+                "behind it would in turn wait for this one: the needs inferred from policies form a cycle)"
+            )
         if model.run_seconds is None:
             text += " (it runs until stopped)"
         rt.log("behaviour-assumed", text, cause, container=model.name, image=model.image)
