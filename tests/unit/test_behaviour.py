@@ -566,3 +566,71 @@ def test_a_named_target_port_resolves_on_the_release_pods_behind_the_service(
     ctx = BehaviourContext(policies=[np], services=[named], pod_templates=((NS, {"app": "kc"}, ports),))
     main = model_pod(_pod(), ctx).container("main")
     assert [str(n) for n in main.needs if n.kind == "service"] == expected
+
+
+# bitnami/charts bitnami/superset templates/_helpers.tpl superset.initContainers.waitForDB / waitForRedis
+_WAIT_FOR_DB = """set -o errexit
+. /opt/bitnami/scripts/libpostgresql.sh
+check_postgresql_connection() {
+    echo "SELECT 1" | postgresql_remote_execute "$DB_HOST" "$DB_PORT" "$DB_NAME" "$DB_USER" "$DB_PASSWORD"
+}
+info "Connecting to the PostgreSQL instance $DB_HOST:$DB_PORT"
+if ! retry_while "check_postgresql_connection"; then
+    error "Could not connect to the database server"
+    exit 1
+fi
+"""
+_WAIT_FOR_REDIS = """check_redis_connection() {
+    local result="$(redis-cli -h ${REDIS_HOST} -p ${REDIS_PORT_NUMBER} -a ${REDIS_PASSWORD} PING)"
+    if [[ "$result" != "PONG" ]]; then
+    false
+    fi
+}
+if ! retry_while "check_redis_connection" 6 10; then
+    error "Could not connect to the Redis server"
+    exit 1
+fi
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "env", "loop"),
+    [
+        (
+            _WAIT_FOR_DB,
+            {"DB_HOST": "pg", "DB_PORT": "5432"},
+            WaitLoop(Need("service", f"{NS}/pg", 5432), 5.0, KERNEL_CONNECT_TIMEOUT, 60.0, exit_code=1,
+                     gave_up="Could not connect to the database server"),
+        ),
+        (
+            _WAIT_FOR_REDIS,
+            {"REDIS_HOST": "cache.ops", "REDIS_PORT_NUMBER": "6380"},
+            WaitLoop(Need("service", "ops/cache", 6380), 10.0, KERNEL_CONNECT_TIMEOUT, 60.0, exit_code=1,
+                     gave_up="Could not connect to the Redis server"),
+        ),
+        (  # argo-cd writes the host and port into the script itself
+            _WAIT_FOR_REDIS.replace("${REDIS_HOST}", "argocd-redis").replace("${REDIS_PORT_NUMBER}", "6379"),
+            {},
+            WaitLoop(Need("service", f"{NS}/argocd-redis", 6379), 10.0, KERNEL_CONNECT_TIMEOUT, 60.0, exit_code=1,
+                     gave_up="Could not connect to the Redis server"),
+        ),
+    ],
+)
+def test_bitnami_retry_while_waits_then_exits_1(script: str, env: dict[str, str], loop: WaitLoop) -> None:
+    services = {(NS, "pg"), ("ops", "cache"), (NS, "argocd-redis")}
+    got, sentence = parse_wait_loop(script, NS, services=services, env=env)
+    assert got == loop
+    assert sentence.startswith(f"waits for {loop.target} (retry_while check_")
+    assert sentence.endswith(f"then exit 1 after {loop.bound:g} s)")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        _WAIT_FOR_DB,  # the host is in no literal variable: not guessed
+        'check_x() {\n  airflow db check\n}\nretry_while "check_x"\n',  # no probe of a peer in the function
+        'retry_while "check_missing"\n',  # a function defined elsewhere
+    ],
+)
+def test_retry_while_without_a_readable_peer_is_no_wait_loop(script: str) -> None:
+    assert parse_wait_loop(script, NS, env={}) == (None, "")

@@ -1236,14 +1236,17 @@ def parse_wait_loop(
     namespace: str,
     cluster_domain: str = addresses.CLUSTER_DOMAIN,
     services: Container[tuple[str, str]] = frozenset(),
+    env: Mapping[str, str] | None = None,
 ) -> tuple[WaitLoop | None, str]:
-    """Recognise ``until <probe>; do sleep N; done`` (optionally under ``timeout N sh -c``).
+    """Recognise ``until <probe>; do sleep N; done`` (optionally under ``timeout N sh -c``), or
+    Bitnami's ``retry_while "check_…"`` over a function that probes one peer (:func:`_retry_while`;
+    ``env``: the container's literal environment, for the ``$VAR`` the probe names).
 
     Returns the loop and a sentence describing it, or ``(None, "")``.
     """
     m = _LOOP.search(script)
     if m is None:
-        return None, ""
+        return _retry_while(script, namespace, cluster_domain, services, env or {})
     probe, body = m.group("probe").strip(), m.group("body")
     found = _probe_target(probe, namespace, cluster_domain, services)
     if found is None:
@@ -1263,6 +1266,74 @@ def parse_wait_loop(
     return (
         WaitLoop(target, interval, probe_timeout, bound),
         f"waits for {target} ({what}, every {interval:g} s{bound_text})",
+    )
+
+
+_RETRY_WHILE = re.compile(
+    r"\bretry_while\s+(?P<q>[\"']?)(?P<fn>[A-Za-z_]\w*)(?P=q)(?:\s+(?P<retries>[0-9]+))?(?:\s+(?P<sleep>[0-9]+))?"
+)
+# bitnami/containers bitnami/os-shell rootfs/opt/bitnami/scripts/libos.sh retry_while: 12 tries,
+# 5 s apart (a sleep after the last too), returns 1 when none succeeded.
+RETRY_WHILE_RETRIES = 12
+RETRY_WHILE_SLEEP = 5.0
+# bitnami/containers rootfs/opt/bitnami/scripts/libpostgresql.sh postgresql_remote_execute HOST PORT …,
+# libmysql.sh mysql_remote_execute HOST PORT …; redis-cli -h HOST -p PORT.
+_REMOTE_EXECUTE = re.compile(
+    r"\b(?:postgresql|mysql|mariadb)_remote_execute(?:_print_output)?\s+(?P<host>\"[^\"]+\"|'[^']+'|\S+)\s+(?P<port>\"[^\"]+\"|'[^']+'|\S+)"
+)
+_ERROR_LINE = re.compile(r"\berror\s+(?P<q>[\"'])(?P<text>[^\"']+)(?P=q)")
+_SHELL_VAR = re.compile(r"\$\{(?P<a>[A-Za-z_]\w*)\}|\$(?P<b>[A-Za-z_]\w*)")
+
+
+def _retry_while(
+    script: str, namespace: str, domain: str, services: Container[tuple[str, str]], env: Mapping[str, str]
+) -> tuple[WaitLoop | None, str]:
+    """``retry_while "check_x" [retries [sleep]]`` whose function ``check_x() { … }`` probes one
+    peer (redis-cli -h/-p, postgresql/mysql_remote_execute, nc, curl, wget), the way Bitnami's
+    charts write wait-for-db init containers (bitnami/charts bitnami/superset templates/_helpers.tpl
+    superset.initContainers.waitForDB, waitForRedis; bitnami/argo-cd templates/server/deployment.yaml).
+    It ends with exit 1 once every try has failed: bounded at tries × sleep, the time it takes
+    when each try fails at once (a dropped SYN would make each try longer)."""
+    m = _RETRY_WHILE.search(script)
+    if m is None:
+        return None, ""
+    body = re.search(rf"\b{re.escape(m.group('fn'))}\s*\(\)\s*\{{(?P<body>.*?)\n\s*\}}", script, re.DOTALL)
+    if body is None:
+        return None, ""
+
+    def expand(text: str) -> str:
+        return _SHELL_VAR.sub(lambda v: env.get(v.group("a") or v.group("b"), v.group(0)), text).strip("\"'")
+
+    found: tuple[Need, float, str] | None = None
+    remote = _REMOTE_EXECUTE.search(body.group("body"))
+    if remote is not None:
+        host, port = expand(remote.group("host")), expand(remote.group("port"))
+        if port.isdigit() and "$" not in host:
+            found = _host_need(host, int(port), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, f"`{remote.group(0)}`"
+    for line in body.group("body").splitlines():
+        if found is not None:
+            break
+        text = line.strip()
+        cli = re.search(r"\bredis-cli\b(?P<args>[^)\n]*)", text)
+        if cli is not None:
+            tokens = expand(cli.group("args")).split()
+            host = next((tokens[i + 1] for i, tok in enumerate(tokens[:-1]) if tok == "-h"), "127.0.0.1")
+            port_text = next((tokens[i + 1] for i, tok in enumerate(tokens[:-1]) if tok == "-p"), "6379")
+            if port_text.isdigit() and "$" not in host:
+                found = _host_need(host, int(port_text), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, "`redis-cli … PING`"
+            continue
+        found = _probe_target(" ".join(expand(w) for w in text.split()), namespace, domain, services) if text else None
+    if found is None:
+        return None, ""
+    target, probe_timeout, what = found
+    retries = int(m.group("retries") or RETRY_WHILE_RETRIES)
+    sleep = float(m.group("sleep") or RETRY_WHILE_SLEEP)
+    said = _ERROR_LINE.search(script[m.end():])
+    bound = retries * sleep
+    return (
+        WaitLoop(target, sleep, probe_timeout, bound, exit_code=1, gave_up=said.group("text") if said else ""),
+        f"waits for {target} (retry_while {m.group('fn')}: {what}, {retries} tries {sleep:g} s apart, "
+        f"then exit 1 after {bound:g} s)",
     )
 
 

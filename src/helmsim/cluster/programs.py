@@ -689,7 +689,7 @@ def _wait_for_port(
 def _shell_wait(
     view: ContainerView, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
 ) -> Program | None:
-    wait, sentence = parse_wait_loop(view.script, namespace, domain, services)
+    wait, sentence = parse_wait_loop(view.script, namespace, domain, services, view.env)
     if wait is None:
         return None
     return Program(entry="", replaces_inference=False, wait=wait, notes=(sentence,))
