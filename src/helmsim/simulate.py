@@ -575,6 +575,7 @@ def _simulate(
         )
     )
     notes += kc.notes() + assumed_behaviours(sim.trace) + _idle_daemonsets(sim, profile, rendered.values())
+    notes += _no_workload(rendered, {f"{o.namespace}/{o.name}": o.outcome for o in outcomes})
     objects = _object_statuses(sim, rendered.values())
     notes += unreconciled_notes(
         profile.kubernetes_version,
@@ -614,6 +615,29 @@ def _idle_daemonsets(sim: Simulation, profile: ClusterProfile, charts: Iterable[
                 f"{res.ref} runs no pod: no node of {profile.name} matches {why}; kstatus reads 0 of 0 "
                 "scheduled as Current, so the release is Ready with it running nowhere"
             )
+    return out
+
+
+_WORKLOAD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"})
+
+
+def _no_workload(rendered: Mapping[str, ChartRelease], outcomes: Mapping[str, str]) -> list[str]:
+    """A note for each Ready release whose chart rendered no workload and no custom resource an
+    operator could run one for (bitnami mastodon and gitlab-runner without their required values
+    render none): its Ready says the objects were accepted, not that an application runs."""
+    out: list[str] = []
+    for ref, chart in rendered.items():
+        if outcomes.get(ref) != "Ready" or chart.render_error is not None:
+            continue
+        objects = [*chart.crds, *chart.resources]
+        custom = any("." in r.group and not r.group.endswith(".k8s.io") for r in chart.resources)
+        if custom or any(r.kind in _WORKLOAD_KINDS for r in objects):
+            continue
+        what = f"its {len(objects)} object{'s' if len(objects) != 1 else ''} were accepted" if objects else "it rendered no object at all"
+        out.append(
+            f"HelmRelease {ref}: chart {chart.chart} renders no workload with these values (no Pod, Deployment, "
+            f"StatefulSet, DaemonSet, Job or CronJob, hooks included): Ready says {what}, not that an application runs"
+        )
     return out
 
 
