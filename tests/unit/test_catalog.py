@@ -347,7 +347,7 @@ def test_grafana_reads_the_renderer_urls_without_dialling_them_at_start() -> Non
     )
     model = model_pod(pod, ctx)
     grafana = model.container("grafana")
-    assert grafana.needs == (Need("dns"), Need("service", "cert-manager/db", 5432))
+    assert grafana.needs == (Need("dns", "db.cert-manager.svc"), Need("service", "cert-manager/db", 5432))
     assert [n for n in grafana.notes if "GF_RENDERING" in n] == [
         "environment variable GF_RENDERING_CALLBACK_URL names svc/cert-manager/grafana:80, which catalog entry "
         f"{grafana.entry} does not dial at start: not a need",
@@ -355,7 +355,7 @@ def test_grafana_reads_the_renderer_urls_without_dialling_them_at_start() -> Non
         f"{grafana.entry} does not dial at start: not a need",
     ]
     assert set(model.container("other").needs) == {
-        Need("dns"),
+        Need("dns", "db.cert-manager.svc"),  # the first name it resolves
         Need("service", "cert-manager/renderer", 8081),
         Need("service", "cert-manager/grafana", 80),
         Need("service", "cert-manager/db", 5432),
@@ -388,7 +388,7 @@ def test_the_image_renderer_needs_nothing_its_egress_policy_allows() -> None:
     renderer = model.container("renderer")
     assert renderer.known and renderer.entry.startswith("grafana-image-renderer (src/helmsim/catalog/grafana.yaml:")
     assert renderer.needs == () and renderer.run_seconds is None and not renderer.probes_after_needs
-    assert model.container("other").needs == (Need("dns"), Need("service", "cert-manager/grafana", 80))
+    assert model.container("other").needs == (Need("dns", "grafana.cert-manager.svc"), Need("service", "cert-manager/grafana", 80))
 
 
 # --- env globs, object fields, config-file templates (a sweep of public charts) ---------------------
@@ -532,7 +532,7 @@ def test_a_service_fronting_the_pod_itself_is_no_need_from_its_environment_or_po
     # policy letting replicas talk to each other says nothing of what it dials at start
     pod, ctx = _own_service_pod([{"name": "ROOT_URL", "value": "http://web:80"}, {"name": "DB_URL", "value": "postgres://db:5432/app"}])
     model = model_pod(pod, ctx).container("app")
-    assert model.needs == (Need("dns"), Need("service", "cert-manager/db", 5432))
+    assert model.needs == (Need("dns", "db.cert-manager.svc"), Need("service", "cert-manager/db", 5432))
     assert (
         "environment variable ROOT_URL names svc/cert-manager/web:80, which fronts this pod itself: not a need "
         "(a program does not dial itself at start, and its replicas find each other by their pods' names)"
@@ -589,7 +589,7 @@ def test_kafka_exporter_needs_its_broker_before_it_serves() -> None:
     pod = _pod([{"name": "exporter", "image": "danielqsj/kafka-exporter:v1.9.0", "args": ["--kafka.server=kafka-server:9092", "--web.listen-address=:9308"]}], owner="ReplicaSet", policy="Always")
     model = model_pod(pod, BehaviourContext()).container("exporter")
     assert model.entry.startswith("kafka-exporter ")
-    assert model.needs == (Need("dns"), Need("service", "cert-manager/kafka-server", 9092))  # a short name: the pod's namespace
+    assert model.needs == (Need("dns", "kafka-server.cert-manager.svc"), Need("service", "cert-manager/kafka-server", 9092))  # a short name: the pod's namespace
     assert model.retry is not None and model.retry.attempts == 4 and model.retry.exit_code == 255
 
 

@@ -578,16 +578,18 @@ def _dedupe(needs: Iterable[Need]) -> list[Need]:
 def _with_dns(needs: list[Need], notes: list[str]) -> list[Need]:
     """Add ``dns`` right after the API server when any need is a name (and none is ``dns``).
 
-    A ``dns`` need without a name probes the first name the container resolves.
+    A ``dns`` need without a name probes the first name the container resolves (an external
+    name, else a Service's ``name.namespace.svc``), so a denial names the lookup it makes.
     """
-    first = next((n for n in needs if n.kind == "fqdn"), None)
-    if first is not None:
-        needs = [Need("dns", first.host) if n.kind == "dns" and not n.host else n for n in needs]
     if any(n.is_name for n in needs) and not any(n.kind == "dns" for n in needs):
         names = ", ".join(str(n) for n in needs if n.is_name)
         notes.append(f"needs cluster DNS because it reaches names ({names})")
         at = 1 if needs and needs[0].kind == "kube-apiserver" else 0
         needs = [*needs[:at], Need("dns"), *needs[at:]]
+    first = next((n for n in needs if n.kind == "fqdn"), None) or next((n for n in needs if n.kind == "service"), None)
+    if first is not None:
+        host = first.host if first.kind == "fqdn" else "{1}.{0}.svc".format(*first.host.split("/", 1))
+        needs = [Need("dns", host) if n.kind == "dns" and not n.host else n for n in needs]
     return needs
 
 

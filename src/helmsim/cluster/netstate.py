@@ -752,7 +752,8 @@ def _lookup_name(need: Need, namespace: str, domain: str) -> str | None:
         ns, name = need.host.split("/", 1)
         return f"{name}.{ns}.svc.{domain}"
     if need.kind == "dns":
-        return need.host or f"kubernetes.default.svc.{domain}"
+        # a Service's name.namespace.svc is sent as the search path completes it (resolv.conf)
+        return (f"{need.host}.{domain}" if need.host.endswith(".svc") else need.host) or f"kubernetes.default.svc.{domain}"
     return None
 
 
