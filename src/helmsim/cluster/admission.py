@@ -23,6 +23,7 @@ The lead calls it from the store's create path: ``obj = admit(sim, obj)`` before
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,8 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         _validate_crd(out)
     if kind in _POD_SPEC_PATHS:
         _validate_volume_mounts(out, kind, api_version)
+    if (kind, api_version) in (("NetworkPolicy", "networking.k8s.io/v1"), ("Service", "v1")):
+        _validate_port_names(out, kind, api_version)
     if kind == "Pod" and api_version == "v1":
         admit_pod(sim, out)
     # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks)
@@ -193,6 +196,57 @@ def _validate_volume_mounts(obj: Mapping[str, Any], kind: str, api_version: str)
                 name = mount.get("name") if isinstance(mount, Mapping) else None
                 if isinstance(name, str) and name and name not in volumes:
                     errors.append(f'{prefix}.{field_name}[{i}].volumeMounts[{j}].name: Not found: "{name}"')
+    if errors:
+        from helmsim.kube.fieldcheck import invalid_message
+
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        raise ApiError("Invalid", invalid_message(api_version, kind, name, errors))
+
+
+_PORT_NAME_CHARSET = re.compile(r"^[-a-z0-9]+$")
+_PORT_NAME_LETTER = re.compile(r"[a-z]")
+
+
+def port_name_errors(name: str) -> list[str]:
+    """k8s.io/apimachinery pkg/util/validation/validation.go IsValidPortName (an IANA_SVC_NAME)."""
+    errs = []
+    if len(name) > 15:
+        errs.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARSET.match(name):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not _PORT_NAME_LETTER.search(name):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        errs.append("must not contain consecutive hyphens")
+    if name and (name[0] == "-" or name[-1] == "-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
+def _validate_port_names(obj: Mapping[str, Any], kind: str, api_version: str) -> None:
+    """A port given as a string is a port *name*, so ``"5432"`` is refused: kubernetes
+    pkg/apis/networking/validation/validation.go ValidateNetworkPolicyPort (``port``) and
+    pkg/apis/core/validation/validation.go validateServicePort (``targetPort``), each
+    message of IsValidPortName a ``field.Invalid``, aggregated into one Invalid StatusError."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    found: list[tuple[str, Any]] = []
+    if kind == "NetworkPolicy":
+        for direction in ("ingress", "egress"):
+            for i, rule in enumerate(spec.get(direction) or ()):
+                for j, port in enumerate((rule.get("ports") if isinstance(rule, Mapping) else None) or ()):
+                    if isinstance(port, Mapping):
+                        found.append((f"spec.{direction}[{i}].ports[{j}].port", port.get("port")))
+    else:
+        for i, port in enumerate(spec.get("ports") or ()):
+            if isinstance(port, Mapping):
+                found.append((f"spec.ports[{i}].targetPort", port.get("targetPort")))
+    errors = [
+        f'{path}: Invalid value: "{value}": {msg}'
+        for path, value in found
+        if isinstance(value, str)
+        for msg in port_name_errors(value)
+    ]
     if errors:
         from helmsim.kube.fieldcheck import invalid_message
 
