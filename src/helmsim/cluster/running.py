@@ -260,6 +260,7 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
                         need=need,
                         error=error,
                         attempt=attempt,
+                        entry=model.entry,
                     )
                     if model.log_waiting:
                         line = model.log_waiting.replace("{error}", error)

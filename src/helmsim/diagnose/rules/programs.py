@@ -162,6 +162,22 @@ def _check_kind(need: str) -> str:
     return "object"
 
 
+def _still_waiting(run: ProfileRun) -> list[TraceEvent]:
+    """The last ``program-waiting`` of each container that retries a check without a bound and
+    was never Ready after it (bitnami kong waiting for the schema a post-install hook writes):
+    it never gives up, so no ``need-failed`` says it."""
+    last: dict[tuple[str, str], TraceEvent] = {}
+    for ev in run.events(what="program-waiting"):
+        if not ev.data.get("network") and ev.obj.startswith("Pod/"):
+            last[(ev.obj, str(ev.data.get("container")))] = ev
+    out = []
+    for (pod, container), ev in last.items():
+        ready = f"container {container} ready"
+        if not any(e.time >= ev.time and e.message == ready for e in run.events(what="status") if e.obj == pod):
+            out.append(ev)
+    return out
+
+
 @rule(
     "HS116",
     "program-need-unmet",
@@ -173,7 +189,7 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
     not exist), or — when the release does not get Ready — on a peer that refused the connection
     because no endpoint of it was ready yet."""
     out: dict[tuple[str, str], Candidate] = {}
-    for ev in run.events(what="need-failed"):
+    for ev in [*run.events(what="need-failed"), *_still_waiting(run)]:
         # net/http and Go's resolver: "dial tcp: lookup <name> on <dns>: no such host" (NXDOMAIN)
         error = str(ev.data.get("error") or "")
         unresolved = bool(ev.data.get("network")) and "no such host" in error
@@ -193,8 +209,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             continue
         hr_ref = located[0]
         ready = run.ready(hr_ref)
-        if kind == "peer-not-ready" and ready:
-            continue  # it restarted until its peer was up: slower, not a failure
+        if (kind == "peer-not-ready" or ev.what == "program-waiting") and ready:
+            continue  # it restarted or waited until its peer was up: slower, not a failure
         clause, steps = consequences(run, owner, need=need, named=False)
         entry = str(ev.data.get("entry") or "")
         program = f" (catalog entry {entry.split(' ', 1)[0]})" if entry else ""
