@@ -70,3 +70,19 @@ def test_kubectl_apply_of_a_url_says_its_objects_are_not_created() -> None:
 def test_any_script_is_read_without_error(script: str) -> None:
     for need, why in fetches(script, NS):
         assert why.startswith(f"needs {need}: runs `")
+
+
+# bitnami/charts bitnami/appsmith templates/client/deployment.yaml: an init container curls the
+# backend through variables its own environment sets
+_BACKEND = 'curl -sf "http://$APPSMITH_API_HOST:${APPSMITH_API_PORT}/api/v1/health"'
+
+
+def test_a_url_built_from_the_containers_environment_is_the_peer_it_names() -> None:
+    env = {"APPSMITH_API_HOST": "appsmith-backend", "APPSMITH_API_PORT": "8080"}
+    ((need, why),) = fetches(_BACKEND, NS, services={(NS, "appsmith-backend")}, env=env)
+    assert str(need) == f"svc/{NS}/appsmith-backend:8080"
+    assert "http://appsmith-backend:8080/api/v1/health" in why
+
+
+def test_a_url_whose_host_no_variable_sets_is_not_read() -> None:
+    assert fetches(_BACKEND, NS, env={}) == []

@@ -1431,13 +1431,20 @@ _SSH_URL = re.compile(r"^(?:ssh://)?(?:[A-Za-z0-9._-]+@)(?P<host>[A-Za-z0-9.-]+)
 
 
 def fetches(
-    script: str, namespace: str, domain: str = addresses.CLUSTER_DOMAIN, services: Container[tuple[str, str]] = frozenset()
+    script: str,
+    namespace: str,
+    domain: str = addresses.CLUSTER_DOMAIN,
+    services: Container[tuple[str, str]] = frozenset(),
+    env: Mapping[str, str] | None = None,
 ) -> list[tuple[Need, str]]:
     """What the container's script fetches by URL outside any wait loop, each with its sentence:
     ``kubectl apply|create|replace -f URL`` (k8s.io/cli-runtime pkg/resource/visitor.go: a
     filename that is a URL is read with an HTTP GET first), ``git clone URL`` (https, or ssh on
-    port 22), ``curl URL`` and ``wget URL``."""
+    port 22), ``curl URL`` and ``wget URL``. ``$VAR`` and ``${VAR}`` are the container's literal
+    ``env``, as the shell expands them; a URL whose host or port is still a variable is not read."""
     out: list[tuple[Need, str]] = []
+    values = env or {}
+    script = _SHELL_VAR.sub(lambda v: values.get(v.group("a") or v.group("b"), v.group(0)), script)
     for statement in _STATEMENT.split(_LOOP.sub(" ", script)):
         try:
             tokens = shlex.split(statement)
@@ -1471,6 +1478,8 @@ def fetches(
                 host, port = ssh.group("host"), int(ssh.group("port") or 22)
             else:
                 continue
+            if "$" in host:
+                continue  # a variable the environment does not set: where it points is unknown
             need = _host_need(host, port, namespace, domain, services)
             unread = "; what it serves is not read: the simulation creates none of its objects" if cmd == "kubectl" else ""
             out.append((need, f"needs {need}: runs `{cmd} … {url}`, which fetches it (assumed to exit non-zero when it cannot){unread}"))
@@ -1616,7 +1625,7 @@ def _container(
                 notes.append(f"needs {', '.join(map(str, needs)) or 'nothing'} (catalog entry)")
     notes.extend(apply_notes)
     if not described:
-        for need, why in fetches(view.script, namespace, ctx.cluster_domain, ctx.services_by_name(namespace)):
+        for need, why in fetches(view.script, namespace, ctx.cluster_domain, ctx.services_by_name(namespace), view.env):
             needs.append(need)
             notes.append(why)
     # checks go through the API server, except a state left outside the cluster (a database's)
