@@ -1584,7 +1584,7 @@ def _container(
     from helmsim.cluster.programs import container_view, match_program
 
     name = str(c.get("name", ""))
-    view = container_view(c, pod, lambda path: _mounted_file(path, c, pod, ctx, namespace))
+    view = container_view(c, pod, lambda path: _mounted_file(path, c, pod, ctx, namespace), ctx.config_maps)
     program, notes = match_program(
         view, namespace, entries, ctx.cluster_domain, ctx.services_by_name(namespace)
     )

@@ -72,17 +72,33 @@ class ContainerView:
     """Its pod's labels (``${label.KEY}`` templates)."""
 
 
-def _env(c: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, str]:
-    """Literal values and the downward-API fields known before the pod runs."""
+def _env(
+    c: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    config_maps: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+) -> dict[str, str]:
+    """Literal values, ConfigMap values (``envFrom`` and ``configMapKeyRef``, from
+    ``config_maps`` by namespace and name) and the downward-API fields known before the pod
+    runs. kubernetes pkg/kubelet/kubelet_pods.go makeEnvironmentVariables: every ``envFrom``
+    source in order (``prefix`` prepended; a later source wins), then ``env``, which wins over
+    them and expands ``$(VAR)`` of what came before. Secret values are not read."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
+    namespace = str(meta.get("namespace") or "default")
     fields = {
-        "metadata.namespace": str(meta.get("namespace") or "default"),
+        "metadata.namespace": namespace,
         "metadata.name": str(meta.get("name") or ""),
         "spec.serviceAccountName": str(spec.get("serviceAccountName") or "default"),
         "spec.nodeName": str(spec.get("nodeName") or ""),
     }
+    maps = config_maps or {}
     out: dict[str, str] = {}
+    for source in c.get("envFrom") or ():
+        ref = source.get("configMapRef") if isinstance(source, Mapping) else None
+        if isinstance(ref, Mapping) and ref.get("name"):
+            prefix = str(source.get("prefix") or "")
+            for key, value in (maps.get((namespace, str(ref["name"]))) or {}).items():
+                out[f"{prefix}{key}"] = str(value)
     for item in c.get("env") or ():
         if not isinstance(item, Mapping) or not item.get("name"):
             continue
@@ -90,9 +106,15 @@ def _env(c: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, str]:
         if "value" in item and item["value"] is not None:
             out[name] = _expand(str(item["value"]), out)
             continue
-        ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        source = item.get("valueFrom") or {}
+        ref = (source.get("fieldRef") or {}).get("fieldPath")
+        key_ref = source.get("configMapKeyRef") or {}
         if ref in fields:
             out[name] = fields[str(ref)]
+        elif key_ref.get("name") and key_ref.get("key"):
+            found = (maps.get((namespace, str(key_ref["name"]))) or {}).get(str(key_ref["key"]))
+            if found is not None:
+                out[name] = str(found)
     return out
 
 
@@ -107,11 +129,15 @@ def _expand(text: str, env: Mapping[str, str]) -> str:
 
 
 def container_view(
-    c: Mapping[str, Any], pod: Mapping[str, Any], files: Callable[[str], str | None] | None = None
+    c: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    files: Callable[[str], str | None] | None = None,
+    config_maps: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
 ) -> ContainerView:
     """The container's image, command + args (``$(VAR)`` expanded) and shell script; ``files``
-    reads a file of the container by path."""
-    env = _env(c, pod)
+    reads a file of the container by path; ``config_maps`` (``data`` by namespace and name) give
+    the values its ``envFrom`` and ``configMapKeyRef`` variables take."""
+    env = _env(c, pod, config_maps)
     argv = tuple(_expand(str(a), env) for a in [*(c.get("command") or ()), *(c.get("args") or ())])
     expanded = dict(c)
     if c.get("command") is not None:
