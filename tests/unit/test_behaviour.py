@@ -634,3 +634,30 @@ def test_bitnami_retry_while_waits_then_exits_1(script: str, env: dict[str, str]
 )
 def test_retry_while_without_a_readable_peer_is_no_wait_loop(script: str) -> None:
     assert parse_wait_loop(script, NS, env={}) == (None, "")
+
+
+# bitnami/charts bitnami/mlflow templates/_helpers.tpl mlflow.v0.waitForServiceInitContainer
+_CHECK_HOST = """retry_while() {
+  local -r cmd="${1:?cmd is missing}"
+  local -r retries="${2:-12}"
+}
+check_host() {
+    local -r host="${1:-?missing host}"
+    local -r port="${2:-?missing port}"
+    if wait-for-port --timeout=5 --host=${host} --state=inuse $port ; then
+       return 0
+    else
+       return 1
+    fi
+}
+if ! retry_while "check_host mlflow-postgresql 5432"; then
+    echo "Connection error"
+    exit 1
+fi
+"""
+
+
+def test_retry_while_passes_its_arguments_to_the_check_function() -> None:
+    got, sentence = parse_wait_loop(_CHECK_HOST, NS, services={(NS, "mlflow-postgresql")}, env={})
+    assert got == WaitLoop(Need("service", f"{NS}/mlflow-postgresql", 5432), 5.0, 5.0, 60.0, exit_code=1)
+    assert "retry_while check_host: `wait-for-port`" in sentence

@@ -1272,8 +1272,12 @@ def parse_wait_loop(
 
 
 _RETRY_WHILE = re.compile(
-    r"\bretry_while\s+(?P<q>[\"']?)(?P<fn>[A-Za-z_]\w*)(?P=q)(?:\s+(?P<retries>[0-9]+))?(?:\s+(?P<sleep>[0-9]+))?"
+    r"\bretry_while\s+(?P<q>[\"']?)(?P<fn>[A-Za-z_]\w*)(?P<args>[^\"'\n;|&]*)(?P=q)"
+    r"(?:\s+(?P<retries>[0-9]+))?(?:\s+(?P<sleep>[0-9]+))?"
 )
+_POSITIONAL = re.compile(r"\$\{(?P<a>[1-9])(?::?[-=?][^}]*)?\}|\$(?P<b>[1-9])")
+_ASSIGNMENT = re.compile(r"^\s*(?:local\s+(?:-\w+\s+)*)?(?P<name>[A-Za-z_]\w*)=(?P<value>\"[^\"]*\"|'[^']*'|\S+)\s*$", re.M)
+_WAIT_FOR_PORT_HOST = re.compile(r"--host(?:=|\s+)(?P<host>\S+)")
 # bitnami/containers bitnami/os-shell rootfs/opt/bitnami/scripts/libos.sh retry_while: 12 tries,
 # 5 s apart (a sleep after the last too), returns 1 when none succeeded.
 RETRY_WHILE_RETRIES = 12
@@ -1303,20 +1307,45 @@ def _retry_while(
     if body is None:
         return None, ""
 
-    def expand(text: str) -> str:
-        return _SHELL_VAR.sub(lambda v: env.get(v.group("a") or v.group("b"), v.group(0)), text).strip("\"'")
+    # `retry_while "check_host db 5432"`: the function's positional arguments, and the locals
+    # it assigns from them (bitnami/charts bitnami/mlflow templates/_helpers.tpl check_host)
+    try:
+        args = shlex.split(m.group("args"))
+    except ValueError:
+        args = m.group("args").split()
+    text = _POSITIONAL.sub(
+        lambda v: args[int(v.group("a") or v.group("b")) - 1] if int(v.group("a") or v.group("b")) <= len(args) else v.group(0),
+        body.group("body"),
+    )
+    scope = dict(env)
 
+    def expand(text: str) -> str:
+        return _SHELL_VAR.sub(lambda v: scope.get(v.group("a") or v.group("b"), v.group(0)), text).strip("\"'")
+
+    for assign in _ASSIGNMENT.finditer(text):
+        scope[assign.group("name")] = expand(assign.group("value"))
     found: tuple[Need, float, str] | None = None
-    remote = _REMOTE_EXECUTE.search(body.group("body"))
+    remote = _REMOTE_EXECUTE.search(text)
     if remote is not None:
         host, port = expand(remote.group("host")), expand(remote.group("port"))
         if port.isdigit() and "$" not in host:
             found = _host_need(host, int(port), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, f"`{remote.group(0)}`"
-    for line in body.group("body").splitlines():
+    for line in text.splitlines():
         if found is not None:
             break
-        text = line.strip()
-        cli = re.search(r"\bredis-cli\b(?P<args>[^)\n]*)", text)
+        line = line.strip()
+        if re.search(r"\bwait-for-port\b", line):
+            tokens = expand(line).split()
+            port_text = next((tok for tok in reversed(tokens) if tok.isdigit()), "")
+            host_m = _WAIT_FOR_PORT_HOST.search(expand(line))
+            host = host_m.group("host") if host_m else "127.0.0.1"
+            limit = re.search(r"--timeout(?:=|\s+)(?P<n>[0-9]+)", line)
+            if port_text and "$" not in host:
+                # bitnami/wait-for-port: --timeout bounds the wait for the port (default 5 s)
+                probe = float(limit.group("n")) if limit else 5.0
+                found = _host_need(host, int(port_text), namespace, domain, services), probe, "`wait-for-port`"
+            continue
+        cli = re.search(r"\bredis-cli\b(?P<args>[^)\n]*)", line)
         if cli is not None:
             tokens = expand(cli.group("args")).split()
             host = next((tokens[i + 1] for i, tok in enumerate(tokens[:-1]) if tok == "-h"), "127.0.0.1")
@@ -1324,7 +1353,7 @@ def _retry_while(
             if port_text.isdigit() and "$" not in host:
                 found = _host_need(host, int(port_text), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, "`redis-cli … PING`"
             continue
-        found = _probe_target(" ".join(expand(w) for w in text.split()), namespace, domain, services) if text else None
+        found = _probe_target(" ".join(expand(w) for w in line.split()), namespace, domain, services) if line else None
     if found is None:
         return None, ""
     target, probe_timeout, what = found
