@@ -46,6 +46,9 @@ REASON_SPREAD_LABEL = REASON_SPREAD + " (missing required label)"
 REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+# volumebinding/volume_binding.go ErrReasonBindConflict, ErrReasonNodeConflict.
+REASON_VOLUME_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+REASON_VOLUME_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 # preemption.go nodesWherePreemptionMightHelp; default_preemption.go SelectVictimsOnNode.
 PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -112,6 +115,10 @@ class PodInfo(Struct, frozen=True):
     spec: Mapping[str, Any]
     node: str | None = None
     terminating: bool = False
+    volumes: tuple[tuple[str, Any], ...] = ()
+    """What its claims ask of a node (the VolumeBinding filter): ``("selected", node)`` for an
+    unbound WaitForFirstConsumer claim another pod's scheduling annotated with a node,
+    ``("affinity", nodeSelectorTerms)`` for a claim bound to a volume pinned by node affinity."""
 
     @property
     def priority(self) -> int:
@@ -298,6 +305,20 @@ def host_ports(spec: Mapping[str, Any]) -> frozenset[tuple[str, str, int]]:
 def _ports_conflict(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
     # pkg/scheduler/framework/types.go HostPortInfo.CheckConflict: 0.0.0.0 conflicts with any IP
     return a[1:] == b[1:] and (a[0] == b[0] or "0.0.0.0" in (a[0], b[0]))
+
+
+def _volume_binding(pod: PodInfo, node: NodeInfo) -> Status | None:
+    """kubernetes pkg/scheduler/framework/plugins/volumebinding binder.go FindPodVolumes: a
+    delayed claim already annotated with a selected node fits only that node; a bound claim's
+    volume fits the nodes its nodeAffinity selects (any term); each conflict unresolvable."""
+    reasons: list[str] = []
+    for kind, value in pod.volumes:
+        if kind == "selected" and value != node.name and REASON_VOLUME_BIND_CONFLICT not in reasons:
+            reasons.append(REASON_VOLUME_BIND_CONFLICT)
+        elif kind == "affinity" and not any(node_selector_term_matches(t, node.labels, node.name) for t in value):
+            if REASON_VOLUME_NODE_CONFLICT not in reasons:
+                reasons.append(REASON_VOLUME_NODE_CONFLICT)
+    return Status(UNRESOLVABLE, tuple(reasons), "VolumeBinding") if reasons else None
 
 
 def _node_ports(pod: PodInfo, node: NodeInfo, snap: Snapshot) -> Status | None:
@@ -624,6 +645,7 @@ def _filter(
         or _node_affinity(pod, node)
         or _node_ports(pod, node, snap)
         or node_resources_fit(requests, node, *snap.usage_of(node.name))
+        or _volume_binding(pod, node)
         or _topology_spread(spread, node)
         or _inter_pod_affinity(aff, node)
     )
@@ -635,6 +657,7 @@ PLUGINS = (
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeBinding",
     "PodTopologySpread",
     "InterPodAffinity",
 )
@@ -658,6 +681,8 @@ def run_plugin(plugin: str, pod: PodInfo, snap: Snapshot) -> dict[str, Status | 
             out[node.name] = node_resources_fit(requests, node, *snap.usage_of(node.name))
         elif plugin == "NodePorts":
             out[node.name] = _node_ports(pod, node, snap)
+        elif plugin == "VolumeBinding":
+            out[node.name] = _volume_binding(pod, node)
         elif plugin == "NodeAffinity":
             out[node.name] = _node_affinity(pod, node)
         elif plugin == "TaintToleration":

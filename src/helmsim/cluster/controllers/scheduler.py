@@ -18,6 +18,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from msgspec.structs import replace
+
 from helmsim.cluster.engine import Controller, Simulation
 from helmsim.cluster.scheduling import (
     REASON_AFFINITY,
@@ -364,9 +366,9 @@ class Scheduler(Controller):
             or pod["metadata"].get("deletionTimestamp")
         ):
             return
-        incoming = pod_info(pod)
-        snap = self.snapshot(incoming)
         prefilter, to_bind, waiting_on = self._volumes(pod)
+        incoming = replace(pod_info(pod), volumes=self._volume_nodes(pod))
+        snap = self.snapshot(incoming)
         if prefilter:
             self._unschedulable(
                 pod, fit_error(len(snap.nodes), prefilter=prefilter), cause, waiting_on
@@ -447,6 +449,26 @@ class Scheduler(Controller):
             else:
                 return REASON_UNBOUND_IMMEDIATE, [], (claim,)
         return "", to_bind, ()
+
+    def _volume_nodes(self, pod: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """What the pod's claims ask of a node (:attr:`PodInfo.volumes`): a delayed claim's
+        selected node, a bound claim's volume's required node affinity."""
+        ns = str(pod["metadata"].get("namespace") or "")
+        out: list[tuple[str, Any]] = []
+        for vol in (pod.get("spec") or {}).get("volumes") or ():
+            src = vol.get("persistentVolumeClaim")
+            pvc = self.store.get("PersistentVolumeClaim", ns, str(src.get("claimName", ""))) if src else None
+            if pvc is None:
+                continue
+            if (pvc.get("status") or {}).get("phase") == "Bound":
+                pv = self.store.get("PersistentVolume", None, str((pvc.get("spec") or {}).get("volumeName") or ""))
+                required = (((pv or {}).get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
+                terms = required.get("nodeSelectorTerms") or []
+                if terms:
+                    out.append(("affinity", tuple(terms)))
+            elif (selected := (pvc["metadata"].get("annotations") or {}).get(SELECTED_NODE)):
+                out.append(("selected", str(selected)))
+        return tuple(out)
 
     def _binding_mode(self, pvc: Mapping[str, Any]) -> str:
         spec = pvc.get("spec") or {}

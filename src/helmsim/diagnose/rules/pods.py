@@ -328,6 +328,19 @@ _EXPLAIN = (
         "the nodes are cordoned (spec.unschedulable)",
         "uncordon a node or add one",
     ),
+    (
+        "had volume node affinity conflict",
+        "the volume its claim is bound to is pinned by node affinity (a zone, a node) to nodes it cannot use",
+        _SHARED_CLAIM_FIX := (
+            "give each replica its own claim (a StatefulSet's volumeClaimTemplates), keep the pods sharing a "
+            "ReadWriteOnce claim on one node (no required anti-affinity between them), or use ReadWriteMany storage"
+        ),
+    ),
+    (
+        "didn't find available persistent volumes to bind",
+        "its WaitForFirstConsumer claim is already being provisioned for the node another pod was given",
+        _SHARED_CLAIM_FIX,
+    ),
 )
 
 
