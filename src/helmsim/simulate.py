@@ -576,6 +576,7 @@ def _simulate(
     )
     notes += kc.notes() + assumed_behaviours(sim.trace) + _idle_daemonsets(sim, profile, rendered.values())
     notes += _no_workload(rendered, {f"{o.namespace}/{o.name}": o.outcome for o in outcomes})
+    notes += _taken_over(sim)
     objects = _object_statuses(sim, rendered.values())
     notes += unreconciled_notes(
         profile.kubernetes_version,
@@ -614,6 +615,22 @@ def _idle_daemonsets(sim: Simulation, profile: ClusterProfile, charts: Iterable[
             out.append(
                 f"{res.ref} runs no pod: no node of {profile.name} matches {why}; kstatus reads 0 of 0 "
                 "scheduled as Current, so the release is Ready with it running nowhere"
+            )
+    return out
+
+
+def _taken_over(sim: Simulation) -> list[str]:
+    """A note for each object the release took over from whoever made it (a platform's
+    APIService, another release's object): helm-controller takes ownership by default, which
+    plain ``helm install`` refuses."""
+    out: list[str] = []
+    for ev in sim.trace.find(what="adopted"):
+        conflict = ev.data.get("conflict")
+        if conflict and not any(n.startswith(f"{ev.obj} existed") for n in out):
+            out.append(
+                f"{ev.obj} existed and was not the release's; helm-controller took it over (take-ownership, its "
+                "default), so the release now overwrites it and deletes it on uninstall; with "
+                f"disableTakeOwnership: true, as helm install does, the install fails: {conflict}"
             )
     return out
 

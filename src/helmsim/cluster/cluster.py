@@ -66,6 +66,8 @@ def build_cluster(
             )
     for policy in profile.cluster_policies:
         sim.store.create(policy, actor="cluster-bootstrap")
+    for obj in profile.objects:
+        sim.store.create(obj, actor="cluster-bootstrap")
     install_storage(sim)
     seed_priority_classes(sim)
     ServiceAccountsController(sim)

@@ -497,6 +497,10 @@ class ClusterProfile(_Model):
     # Policies the platform installed before any release (e.g. the baseline a cluster in Cilium
     # "always" mode needs so CoreDNS accepts queries). Created at t=0 and in effect from the start.
     cluster_policies: list[dict[str, Any]] = Field(default_factory=list)
+    objects: list[dict[str, Any]] = Field(default_factory=list)
+    """Other objects the platform holds before any release (the APIService a managed
+    metrics-server registers), created at t=0; a release object of the same kind and name is
+    then not Helm's to take (helm/helm pkg/action/validate.go checkOwnership)."""
     # Roles, ClusterRoles and bindings the platform holds beside the API server's defaults
     # (helmsim.kube.rbac): what an impersonated tenant is authorized by (docs/flux.md).
     rbac: list[dict[str, Any]] = Field(default_factory=list)
@@ -507,6 +511,16 @@ class ClusterProfile(_Model):
     """Models of operators that reconcile custom resources (docs/profiles.md)."""
 
     _sources: tuple[str, ...] = PrivateAttr(default=())
+
+    @field_validator("objects")
+    @classmethod
+    def _objects(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for obj in v:
+            if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
+                raise ValueError("each object needs apiVersion and kind")
+            if not isinstance(obj.get("metadata"), dict) or not obj["metadata"].get("name"):
+                raise ValueError("each object needs metadata.name")
+        return v
 
     @field_validator("kubernetes_version")
     @classmethod

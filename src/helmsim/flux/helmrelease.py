@@ -63,8 +63,9 @@ class Action(_Model):
     create_namespace: bool = Field(default=False, alias="createNamespace")
     enable: bool = False
     ignore_failures: bool = Field(default=False, alias="ignoreFailures")
+    disable_take_ownership: bool = Field(default=False, alias="disableTakeOwnership")
+    """Refuse an existing object that is not the release's, as helm install does (api/v2)."""
     # accepted, not modelled
-    disable_take_ownership: Any = Field(default=None, alias="disableTakeOwnership")
     disable_open_api_validation: Any = Field(default=None, alias="disableOpenAPIValidation")
     disable_schema_validation: Any = Field(default=None, alias="disableSchemaValidation")
     replace: Any = None

@@ -141,6 +141,8 @@ class Reconciler(Struct):
             # internal/action/upgrade.go, rollback.go: MaxHistory = GetMaxHistory()
             max_history=self.hr.spec.max_history if action in ("upgrade", "rollback") else 0,
             crds=spec.crds,
+            # internal/action/install.go, upgrade.go: TakeOwnership = !DisableTakeOwnership
+            take_ownership=not spec.disable_take_ownership,
         )
 
     def _release_label(self, chart: ChartRelease) -> str:

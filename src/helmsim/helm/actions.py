@@ -356,7 +356,16 @@ def _create_group(
             conflict = _ownership_conflict(live, rel)
             if conflict and not opts.take_ownership:
                 raise ApiError("Conflict", conflict)
-            sim.log(ctx.actor, "adopted", res.ref, f"{res.ref} exists; adopted into {rel.id}", cause=cause)
+            if conflict:
+                # helm-controller's take-ownership (its default): the object becomes this
+                # release's whoever made it (helm/helm pkg/action/validate.go)
+                sim.log(
+                    ctx.actor, "adopted", res.ref,
+                    f"{res.ref} exists and is not this release's; taken over into {rel.id}",
+                    cause=cause, conflict=conflict,
+                )
+            else:
+                sim.log(ctx.actor, "adopted", res.ref, f"{res.ref} exists; adopted into {rel.id}", cause=cause)
             sim.store.apply(obj, actor=ctx.actor, cause=cause)
         except ApiError as err:
             text = _admission_refusal(obj, err, opts.server_side)

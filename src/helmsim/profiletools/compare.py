@@ -46,6 +46,7 @@ _KEYS: dict[str, Callable[[Any], str]] = {
     "storageClasses": lambda c: str(c["name"]),
     "crds": lambda c: f"{c['group']}/{c['version']}/{c['kind']}",
     "clusterPolicies": _policy_key,
+    "objects": _policy_key,  # kind/namespace/name, as for policies
 }
 
 
