@@ -86,3 +86,20 @@ def test_a_url_built_from_the_containers_environment_is_the_peer_it_names() -> N
 
 def test_a_url_whose_host_no_variable_sets_is_not_read() -> None:
     assert fetches(_BACKEND, NS, env={}) == []
+
+
+@pytest.mark.parametrize("script", ["sleep infinity", "#!/bin/bash\nsleep infinity\n", "exec tail -f /dev/null"])
+def test_a_container_that_only_sleeps_dials_nothing_its_environment_names(script: str) -> None:
+    # bitnami/charts bitnami/mlflow templates/run/deployment.yaml: bash -ec 'sleep infinity' with
+    # MLFLOW_TRACKING_URI set for the jobs run in it later
+    pod = {
+        "metadata": {"name": "run-0", "namespace": NS},
+        "spec": {"containers": [{
+            "name": "run", "image": "docker.io/bitnami/mlflow:3", "command": ["bash"], "args": ["-ec", script],
+            "env": [{"name": "MLFLOW_TRACKING_URI", "value": "http://tracking:80"}],
+        }]},
+    }
+    ctx = BehaviourContext(services=[{"metadata": {"name": "tracking", "namespace": NS}, "spec": {"selector": {"app": "t"}, "ports": [{"port": 80}]}}])
+    model = model_pod(pod, ctx).containers["run"]
+    assert model.needs == ()
+    assert model.run_seconds is None
