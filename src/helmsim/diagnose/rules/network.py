@@ -324,7 +324,7 @@ def egress_never_allowed(run: ProfileRun) -> list[Candidate]:
         if exited is not None:
             chain.append(step(exited))
         # what the denied need did to the program: its exit, the kubelet's back-off, the probes
-        clause, steps = consequences(run, owner, need=target)
+        clause, steps = consequences(run, owner, need=target, dropped_first=True)
         known = {s.event_id for s in chain}
         chain.extend(s for s in steps if s.event_id not in known)
         chain.sort(key=lambda s: (s.time, s.event_id or 0))

@@ -50,14 +50,22 @@ def _restarts(run: ProfileRun, pods: Sequence[str]) -> int:
 
 
 def consequences(
-    run: ProfileRun, owner: str, *, need: str | None = None, named: bool = True
+    run: ProfileRun,
+    owner: str,
+    *,
+    need: str | None = None,
+    named: bool = True,
+    dropped_first: bool = False,
 ) -> tuple[str, list[Step]]:
     """What the failing need did to ``owner``'s pods: how the program ended, the kubelet's
     back-off, the probes; as a clause (``"; …"``, the program called "it" unless ``named``)
-    and chain steps in time order."""
+    and chain steps in time order. ``dropped_first``: quote the first run that ended on a
+    dropped connection (a timeout), not an earlier one refused while the peer was not up yet."""
     pods = set(pods_of(run, owner))
     evs = [e for e in run.trace if e.obj in pods]
     failed = [e for e in evs if e.what == "need-failed" and (need is None or e.data.get("need") == need)]
+    if dropped_first:
+        failed.sort(key=lambda e: "connection refused" in str(e.data.get("error") or ""))  # stable
     waiting = [e for e in evs if e.what == "program-waiting" and (need is None or e.data.get("need") == need)]
     killed = [e for e in evs if e.what == "probe-killed"]
     backoff = [e for e in evs if e.what == "event" and e.data.get("reason") == "BackOff" and "restarting" in e.message]
