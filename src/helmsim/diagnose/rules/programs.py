@@ -69,7 +69,8 @@ def consequences(
     waiting = [e for e in evs if e.what == "program-waiting" and (need is None or e.data.get("need") == need)]
     killed = [e for e in evs if e.what == "probe-killed"]
     backoff = [e for e in evs if e.what == "event" and e.data.get("reason") == "BackOff" and "restarting" in e.message]
-    probes = [e for e in evs if e.what == "probe-failed"]
+    # a Job's pods run to completion: whether their readiness probe passes says nothing of it
+    probes = [] if owner.startswith(("Job/", "CronJob/")) else [e for e in evs if e.what == "probe-failed"]
     parts: list[str] = []
     steps: list[TraceEvent] = []
     if failed:
