@@ -2,10 +2,12 @@
 Inferences, step 2): bitnami/charts ``bitnami/harbor`` with ``allowExternalEgress=false`` gives
 core and jobservice policies that each allow the other, and taking both as "dialled once at
 start, fatal when refused" left each waiting for the other, Stalled, where Harbor installs.
-A need that is on no cycle is kept, and the report says which needs were not assumed."""
+A need that is on no cycle is kept, and the report says which needs were not assumed. Needs
+inferred from the environment (harbor's envFrom ConfigMaps) count the same."""
 
 from __future__ import annotations
 
+import pytest
 from realcharts_helpers import simulate_chart
 
 from helmsim.cluster.running import assumed_behaviours
@@ -17,8 +19,10 @@ def _notes(result: object) -> dict[str, str]:
     return {n.split("registry.example.com/acme/", 1)[1].split(":", 1)[0]: n for n in assumed_behaviours(result.trace)}  # type: ignore[attr-defined]
 
 
-def test_a_two_cycle_installs_and_a_need_off_the_cycle_is_kept() -> None:
-    result = simulate_chart(CHART)
+@pytest.mark.parametrize("via", ["policy", "env"])
+def test_a_two_cycle_installs_and_a_need_off_the_cycle_is_kept(via: str) -> None:
+    # env: bitnami harbor's core and jobservice ConfigMaps (envFrom) name each other's URLs
+    result = simulate_chart(CHART, sets=(f"via={via}",))
     (release,) = result.releases
     assert release.outcome == "Ready"
     notes = _notes(result)

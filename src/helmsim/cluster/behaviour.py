@@ -499,6 +499,9 @@ class BehaviourContext:
     config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
     services: Sequence[Mapping[str, Any]] = ()
     pod_templates: Sequence[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = ()
+    pod_specs: Sequence[tuple[str, Mapping[str, Any]]] = ()
+    """(namespace, pod template) of the release's workloads: whose inferred needs lead where
+    (a cycle of inferred needs is no start-time dependency: :func:`_cyclic`)."""
     """(namespace, labels, named container ports) of the release's pods and pod templates: what a
     Service's named ``targetPort`` resolves to (kubernetes pkg/api/v1/pod FindPort)."""
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -762,8 +765,9 @@ _SELF_NOTE = (
 
 CYCLE_NOTE = (
     "not a need at start: the pods behind it would in turn wait for this one (the needs inferred "
-    "from policies form a cycle; were each dialled at start and fatal when refused, no install "
-    "could finish, so at least one program tolerates its peer's absence, and which is unknown)"
+    "from policies and environments form a cycle; were each dialled at start and fatal when "
+    "refused, no install could finish, so at least one program tolerates its peer's absence, and "
+    "which is unknown)"
 )
 
 
@@ -776,6 +780,11 @@ def _break_cycles(
     jobservice, whose policies each allow the other: bitnami/charts bitnami/harbor
     templates/core/networkpolicy.yaml, templates/jobservice/networkpolicy.yaml)."""
     cyclic = _cyclic(pod, ctx, [n for n in needs if n.kind == "service"])
+    return _without(needs, notes, cyclic)
+
+
+def _without(needs: list[Need], notes: list[str], cyclic: set[Need]) -> tuple[list[Need], list[str]]:
+    """``needs`` without ``cyclic``, each one's ``needs X: why`` note saying why it is dropped."""
     if not cyclic:
         return needs, notes
     kept_notes = []
@@ -787,15 +796,21 @@ def _break_cycles(
 
 def _cyclic(pod: Mapping[str, Any], ctx: BehaviourContext, services: list[Need]) -> set[Need]:
     """The Service needs of ``services`` from whose pods (the release's pod templates the
-    Service selects) a chain of policy-inferred Service needs leads back to ``pod``. A template
-    is judged by its namespace and labels (the policies' subject selectors; its ServiceAccount
-    is taken as ``default``)."""
-    if not services or not ctx.pod_templates:
+    Service selects) a chain of inferred Service needs — from the policies selecting a template
+    (by its namespace and labels; its ServiceAccount taken as ``default``) and from its app
+    containers' environment (literal values and ConfigMaps) — leads back to ``pod``."""
+    if not services or not (ctx.pod_templates or ctx.pod_specs):
         return set()
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     own = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    nodes = list({(ns, tuple(sorted(labels.items()))): None for ns, labels, _ in ctx.pod_templates})
+    specs: dict[tuple[str, tuple[tuple[str, str], ...]], list[Mapping[str, Any]]] = {}
+    for ns, labels, _ in ctx.pod_templates:
+        specs.setdefault((ns, tuple(sorted(labels.items()))), [])
+    for ns, tpl in ctx.pod_specs:
+        labels = {str(k): str(v) for k, v in ((tpl.get("metadata") or {}).get("labels") or {}).items()}
+        specs.setdefault((ns, tuple(sorted(labels.items()))), []).append(tpl)
+    nodes = list(specs)
     edges: dict[int, list[tuple[str, Mapping[str, Any]]]] = {}
 
     def selector(need: Need) -> tuple[str, Mapping[str, Any]]:
@@ -814,6 +829,8 @@ def _cyclic(pod: Mapping[str, Any], ctx: BehaviourContext, services: list[Need])
             ns, labels = nodes[i]
             shape = {"metadata": {"namespace": ns, "labels": dict(labels)}}
             found, _ = _policy_needs(shape, ctx)
+            for tpl in specs[nodes[i]]:
+                found.extend(_template_env_needs(ns, tpl, ctx))
             edges[i] = [selector(n) for n in found if n.kind == "service"]
         return edges[i]
 
@@ -830,6 +847,29 @@ def _cyclic(pod: Mapping[str, Any], ctx: BehaviourContext, services: list[Need])
         return False
 
     return {n for n in services if leads_back(behind(*selector(n)))}
+
+
+def _template_env_needs(namespace: str, tpl: Mapping[str, Any], ctx: BehaviourContext) -> list[Need]:
+    """The Services a pod template's app containers dial at start as :func:`_container` models
+    them: a catalog entry's declared needs, else what their environments name (:func:`env_peers`,
+    less the entry's ``ignoreEnv``)."""
+    from helmsim.cluster.programs import container_view, match_program
+
+    shape = {"metadata": {**(tpl.get("metadata") or {}), "namespace": namespace}, "spec": tpl.get("spec") or {}}
+    entries = ctx.catalog if ctx.catalog is not None else _builtin_entries()
+    out: list[Need] = []
+    for c in (tpl.get("spec") or {}).get("containers") or ():
+        if not isinstance(c, Mapping):
+            continue
+        view = container_view(c, shape, None, ctx.config_maps)
+        program, _ = match_program(view, namespace, entries, ctx.cluster_domain, ctx.services_by_name(namespace))
+        if program is not None and program.replaces_inference and program.needs is not None:
+            out.extend(program.needs)
+            continue
+        ignore = program.ignore_env if program is not None else frozenset()
+        found, _ = env_peers(view.env, namespace, ctx, ignore, fronts=lambda need: _fronts_pod(need, shape, ctx))
+        out.extend(found)
+    return out
 
 
 def _fronts_pod(need: Need, pod: Mapping[str, Any], ctx: BehaviourContext) -> bool:
@@ -1644,6 +1684,8 @@ def _container(
                 program.entry if program is not None else "",
                 fronts=lambda need: _fronts_pod(need, pod, ctx),
             )
+            cyclic = _cyclic(pod, ctx, [n for n in peers if n.kind == "service"])
+            peers, peer_notes = _without(peers, peer_notes, cyclic)
             needs.extend(peers)
             notes.extend(peer_notes)
     if program is not None:

@@ -118,6 +118,10 @@ def _env(
     return out
 
 
+container_env = _env
+"""The environment a container's program reads (:func:`_env`), for the behaviour model."""
+
+
 def _expand(text: str, env: Mapping[str, str]) -> str:
     def sub(m: re.Match[str]) -> str:
         if m.group(0) == "$$":

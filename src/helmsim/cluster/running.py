@@ -483,8 +483,8 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
         cyclic = [n.partition(": ")[0] for n in model.notes if n.endswith(CYCLE_NOTE)]
         if cyclic:
             text += (
-                f", {'and ' if peers else ''}not waiting at start for {', '.join(cyclic)} (its policies allow it, but the pods "
-                "behind it would in turn wait for this one: the needs inferred from policies form a cycle)"
+                f", {'and ' if peers else ''}not waiting at start for {', '.join(cyclic)} (its policies or environment name "
+                "it, but the pods behind it would in turn wait for this one: the needs inferred form a cycle)"
             )
         if model.run_seconds is None:
             text += " (it runs until stopped)"

@@ -210,6 +210,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
     }
     addressing = addressing_of(sim.profile)
     templates: list[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = []
+    specs: list[tuple[str, Mapping[str, Any]]] = []
     for kind in _WORKLOAD_KINDS:
         for o in sim.release_objects_of(kind):
             tpl = pod_template(o)
@@ -226,6 +227,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
             ns = str((o.get("metadata") or {}).get("namespace") or pod["metadata"].get("namespace") or "default")
             labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
             templates.append((ns, labels, named))
+            specs.append((ns, tpl))
     return BehaviourContext(
         policies=gather("NetworkPolicy", "CiliumNetworkPolicy", "CiliumClusterwideNetworkPolicy"),
         bindings=gather("RoleBinding", "ClusterRoleBinding"),
@@ -234,6 +236,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         config_maps=config_maps,
         services=gather("Service"),
         pod_templates=tuple(templates),
+        pod_specs=tuple(specs),
         namespace_labels={
             str(n["metadata"]["name"]): n["metadata"].get("labels") or {}
             for n in store.list("Namespace")
