@@ -32,7 +32,7 @@ from helmsim.helm.release import ReleaseStorage
 from helmsim.inputs import ReleaseInput as RenderedRelease, load_release
 from helmsim.kube.fieldcheck import crd_version_schema, is_builtin
 from helmsim.kube.served import builtin_served, coverage_note
-from helmsim.kube.workloads import declared_pods
+from helmsim.kube.workloads import POD_KINDS, declared_pods
 from helmsim.flux.postrender import PostRenderError, post_render
 from helmsim.manifests import Resource, parse_objects
 
@@ -635,9 +635,6 @@ def _taken_over(sim: Simulation) -> list[str]:
     return out
 
 
-_WORKLOAD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"})
-
-
 def _no_workload(rendered: Mapping[str, ChartRelease], outcomes: Mapping[str, str]) -> list[str]:
     """A note for each Ready release whose chart rendered no workload and no custom resource an
     operator could run one for (bitnami mastodon and gitlab-runner without their required values
@@ -648,7 +645,7 @@ def _no_workload(rendered: Mapping[str, ChartRelease], outcomes: Mapping[str, st
             continue
         objects = [*chart.crds, *chart.resources]
         custom = any("." in r.group and not r.group.endswith(".k8s.io") for r in chart.resources)
-        if custom or any(r.kind in _WORKLOAD_KINDS for r in objects):
+        if custom or any(r.kind in POD_KINDS for r in objects):
             continue
         what = f"its {len(objects)} object{'s' if len(objects) != 1 else ''} were accepted" if objects else "it rendered no object at all"
         out.append(

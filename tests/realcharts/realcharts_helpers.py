@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from helmsim.cluster.profile import ClusterProfile, load_profile
+from helmsim.diagnose.check import CheckOptions, CheckReport, run_check
 from helmsim.release_inputs import build_inputs
 from helmsim.simulate import SimulationResult, simulate
 
@@ -38,6 +39,13 @@ def simulate_chart(
     )
     cluster = load_profile(profile) if isinstance(profile, str) else profile
     return simulate(cluster, releases, **kw)
+
+
+def check_chart(name: str, profile: str = "kind", *, release_name: str, verify_fixes: bool = False) -> CheckReport:
+    """``helmsim check`` of the chart ``tests/realcharts/<name>`` under one profile (namespace
+    ``default``); ``verify_fixes`` simulates each fix, as the command does by default."""
+    releases = build_inputs(str(HERE / name), release_name=release_name, namespace="default")
+    return run_check(releases, [load_profile(profile)], options=CheckOptions(verify_fixes=verify_fixes))
 
 
 def behaviour_notes(result: SimulationResult, container: str) -> list[str]:

@@ -5,7 +5,7 @@ reported them missing (HS114) and the release Stalled, where it installs."""
 from __future__ import annotations
 
 import pytest
-from realcharts_helpers import simulate_chart
+from realcharts_helpers import check_chart, simulate_chart
 
 
 @pytest.mark.parametrize("prefix", ["", "edge-"])
@@ -18,14 +18,7 @@ def test_the_hook_writes_the_secrets_the_pods_mount(prefix: str) -> None:
 
 
 def test_a_job_denied_the_api_server_is_not_said_to_be_never_ready() -> None:
-    from realcharts_helpers import HERE
-
-    from helmsim.cluster.profile import load_profile
-    from helmsim.diagnose.check import CheckOptions, run_check
-    from helmsim.release_inputs import build_inputs
-
-    releases = build_inputs(str(HERE / "contour-certgen"), release_name="contour", namespace="default")
-    report = run_check(releases, [load_profile("cilium-always")], options=CheckOptions(verify_fixes=False))
+    report = check_chart("contour-certgen", "cilium-always", release_name="contour")
     (finding,) = [f for f in report.findings if f.rule == "HS113" and "Job/default/certgen" in f.message]
     assert "gives up (dial tcp 10.96.0.1:443: i/o timeout) and exits 1" in finding.message
     assert "never Ready" not in finding.message and "readiness probe" not in finding.message

@@ -4,16 +4,11 @@ HS113 quotes that lookup, not one of kubernetes.default the program never makes.
 
 from __future__ import annotations
 
-from realcharts_helpers import HERE
-
-from helmsim.cluster.profile import load_profile
-from helmsim.diagnose.check import CheckOptions, run_check
-from helmsim.release_inputs import build_inputs
+from realcharts_helpers import check_chart
 
 
 def test_hs113_quotes_the_lookup_of_the_service_it_dials() -> None:
-    releases = build_inputs(str(HERE / "dns-need-name"), release_name="d", namespace="default")
-    report = run_check(releases, [load_profile("cilium-always")], options=CheckOptions(verify_fixes=False))
+    report = check_chart("dns-need-name", "cilium-always", release_name="d")
     (finding,) = [f for f in report.findings if f.rule == "HS113" and "Job/default/configure" in f.message]
     assert "(lookup api.default.svc.cluster.local on 10.96.0.10:53: read udp" in finding.message
     assert "kubernetes.default" not in finding.message

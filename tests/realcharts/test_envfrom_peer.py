@@ -6,7 +6,7 @@ Ready because it read only literal ``env`` values."""
 from __future__ import annotations
 
 import pytest
-from realcharts_helpers import behaviour_notes, simulate_chart
+from realcharts_helpers import behaviour_notes, check_chart, simulate_chart
 
 
 @pytest.mark.parametrize("mode", ["envFrom", "prefix", "keyRef"])
@@ -24,14 +24,7 @@ def test_without_the_host_in_its_environment_nothing_is_inferred() -> None:
 
 
 def test_hs113_quotes_the_dropped_attempt_not_the_refused_one_before_the_database_was_up() -> None:
-    from realcharts_helpers import HERE
-
-    from helmsim.cluster.profile import load_profile
-    from helmsim.diagnose.check import CheckOptions, run_check
-    from helmsim.release_inputs import build_inputs
-
-    releases = build_inputs(str(HERE / "envfrom-peer"), release_name="e", namespace="default")
-    report = run_check(releases, [load_profile("kind")], options=CheckOptions(verify_fixes=False))
+    report = check_chart("envfrom-peer", release_name="e")
     (finding,) = [f for f in report.findings if f.rule == "HS113"]
     assert "gives up (dial tcp" in finding.message and ": i/o timeout)" in finding.message
     assert "connection refused" not in finding.message

@@ -6,16 +6,11 @@ and the fix that helps (the label, or a rule), not an egress policy of the clien
 
 from __future__ import annotations
 
-from realcharts_helpers import HERE
-
-from helmsim.cluster.profile import load_profile
-from helmsim.diagnose.check import CheckOptions, run_check
-from helmsim.release_inputs import build_inputs
+from realcharts_helpers import check_chart
 
 
 def test_hs113_names_the_ingress_policy_and_its_fix() -> None:
-    releases = build_inputs(str(HERE / "ingress-isolated-peer"), release_name="ing", namespace="default")
-    report = run_check(releases, [load_profile("kind")], options=CheckOptions(verify_fixes=False))
+    report = check_chart("ingress-isolated-peer", release_name="ing")
     (finding,) = [f for f in report.findings if f.rule == "HS113"]
     assert finding.message.startswith(
         "Deployment/default/web needs svc/default/db:5432 but NetworkPolicy default/db isolates the destination's pods "

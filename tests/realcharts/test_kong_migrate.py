@@ -5,11 +5,7 @@ behaviour for the image and said Ready."""
 
 from __future__ import annotations
 
-from realcharts_helpers import HERE, simulate_chart
-
-from helmsim.cluster.profile import load_profile
-from helmsim.diagnose.check import CheckOptions, run_check
-from helmsim.release_inputs import build_inputs
+from realcharts_helpers import check_chart, simulate_chart
 
 
 def test_the_hook_migration_never_runs_and_kong_waits_forever() -> None:
@@ -29,8 +25,7 @@ def test_an_ordinary_migrate_job_lets_kong_start() -> None:
 
 
 def test_hs116_names_the_schema_and_the_verified_fix() -> None:
-    releases = build_inputs(str(HERE / "kong-migrate"), release_name="kong", namespace="default")
-    report = run_check(releases, [load_profile("kind")])
+    report = check_chart("kong-migrate", release_name="kong", verify_fixes=True)
     (finding,) = [f for f in report.findings if f.rule == "HS116"]
     assert finding.message.startswith(
         "Deployment/default/kong-kong's container kong (catalog entry bitnami-kong) needs the kong schema of "

@@ -6,11 +6,7 @@ unseals it (hashicorp/vault-helm issues #130, #375); Helm's wait times out."""
 from __future__ import annotations
 
 import pytest
-from realcharts_helpers import HERE, restarts, simulate_chart
-
-from helmsim.cluster.profile import load_profile
-from helmsim.diagnose.check import CheckOptions, run_check
-from helmsim.release_inputs import build_inputs
+from realcharts_helpers import check_chart, restarts, simulate_chart
 
 
 @pytest.mark.parametrize("values", [(), ("ci/bitnami-values.yaml",)])
@@ -33,8 +29,7 @@ def test_a_probe_that_accepts_a_sealed_vault_or_a_dev_server_is_ready(values: tu
 
 
 def test_check_explains_the_seal_and_verifies_disabling_the_wait() -> None:
-    releases = build_inputs(str(HERE / "vault-sealed"), release_name="vault-sealed", namespace="default")
-    report = run_check(releases, [load_profile("kind")], options=CheckOptions(verify_fixes=True))
+    report = check_chart("vault-sealed", release_name="vault-sealed", verify_fixes=True)
     (finding,) = [f for f in report.findings if f.rule == "HS116"]
     assert finding.message.startswith(
         "StatefulSet/default/vault-sealed's container vault (catalog entry vault-server-script) serves, but answers its "

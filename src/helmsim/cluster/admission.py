@@ -228,8 +228,9 @@ def _validate_port_names(obj: Mapping[str, Any], kind: str, api_version: str) ->
     pkg/apis/networking/validation/validation.go ValidateNetworkPolicyPort (``port``) and
     pkg/apis/core/validation/validation.go validateServicePort (``targetPort``), each
     message of IsValidPortName a ``field.Invalid``, aggregated into one Invalid StatusError."""
-    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
-    assert isinstance(spec, Mapping)
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return
     found: list[tuple[str, Any]] = []
     if kind == "NetworkPolicy":
         for direction in ("ingress", "egress"):

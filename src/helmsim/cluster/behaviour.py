@@ -1317,7 +1317,6 @@ _RETRY_WHILE = re.compile(
 )
 _POSITIONAL = re.compile(r"\$\{(?P<a>[1-9])(?::?[-=?][^}]*)?\}|\$(?P<b>[1-9])")
 _ASSIGNMENT = re.compile(r"^\s*(?:local\s+(?:-\w+\s+)*)?(?P<name>[A-Za-z_]\w*)=(?P<value>\"[^\"]*\"|'[^']*'|\S+)\s*$", re.M)
-_WAIT_FOR_PORT_HOST = re.compile(r"--host(?:=|\s+)(?P<host>\S+)")
 # bitnami/containers bitnami/os-shell rootfs/opt/bitnami/scripts/libos.sh retry_while: 12 tries,
 # 5 s apart (a sleep after the last too), returns 1 when none succeeded.
 RETRY_WHILE_RETRIES = 12
@@ -1375,15 +1374,11 @@ def _retry_while(
             break
         line = line.strip()
         if re.search(r"\bwait-for-port\b", line):
-            tokens = expand(line).split()
-            port_text = next((tok for tok in reversed(tokens) if tok.isdigit()), "")
-            host_m = _WAIT_FOR_PORT_HOST.search(expand(line))
-            host = host_m.group("host") if host_m else "127.0.0.1"
-            limit = re.search(r"--timeout(?:=|\s+)(?P<n>[0-9]+)", line)
-            if port_text and "$" not in host:
-                # bitnami/wait-for-port: --timeout bounds the wait for the port (default 5 s)
-                probe = float(limit.group("n")) if limit else 5.0
-                found = _host_need(host, int(port_text), namespace, domain, services), probe, "`wait-for-port`"
+            from helmsim.cluster.programs import parse_wait_for_port
+
+            port_wait = parse_wait_for_port(expand(line), namespace, domain, services)
+            if isinstance(port_wait, tuple):
+                found = port_wait[0], port_wait[1], "`wait-for-port`"  # its --timeout bounds each try
             continue
         cli = re.search(r"\bredis-cli\b(?P<args>[^)\n]*)", line)
         if cli is not None:

@@ -72,7 +72,7 @@ class ContainerView:
     """Its pod's labels (``${label.KEY}`` templates)."""
 
 
-def _env(
+def container_env(
     c: Mapping[str, Any],
     pod: Mapping[str, Any],
     config_maps: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
@@ -118,10 +118,6 @@ def _env(
     return out
 
 
-container_env = _env
-"""The environment a container's program reads (:func:`_env`), for the behaviour model."""
-
-
 def _expand(text: str, env: Mapping[str, str]) -> str:
     def sub(m: re.Match[str]) -> str:
         if m.group(0) == "$$":
@@ -141,7 +137,7 @@ def container_view(
     """The container's image, command + args (``$(VAR)`` expanded) and shell script; ``files``
     reads a file of the container by path; ``config_maps`` (``data`` by namespace and name) give
     the values its ``envFrom`` and ``configMapKeyRef`` variables take."""
-    env = _env(c, pod, config_maps)
+    env = container_env(c, pod, config_maps)
     argv = tuple(_expand(str(a), env) for a in [*(c.get("command") or ()), *(c.get("args") or ())])
     expanded = dict(c)
     if c.get("command") is not None:
@@ -679,10 +675,12 @@ def _kubectl_rollout(view: ContainerView, namespace: str) -> Program | str | Non
     )
 
 
-def _wait_for_port(
-    view: ContainerView, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
-) -> Program | str | None:
-    m = re.search(r"\bwait-for-port\b(?P<args>[^;&|\n]*)", view.script)
+def parse_wait_for_port(
+    text: str, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
+) -> tuple[Need, float, bool] | str | None:
+    """The first ``wait-for-port [--host=H] [--timeout=N] PORT`` in ``text``: its target, its
+    timeout and whether a host was given; a sentence when its arguments are not modelled."""
+    m = re.search(r"\bwait-for-port\b(?P<args>[^;&|\n]*)", text)
     if m is None:
         return None
     try:
@@ -698,8 +696,16 @@ def _wait_for_port(
     if not pos or not pos[-1].isdigit() or "$" in host or (timeout_text and not timeout_text.isdigit()):
         return "runs wait-for-port with arguments from shell variables: not modelled"
     timeout = float(timeout_text) if timeout_text else WAIT_FOR_PORT_TIMEOUT
-    port = int(pos[-1])
-    target = _host_need(host or "127.0.0.1", port, namespace, domain, services)
+    return _host_need(host or "127.0.0.1", int(pos[-1]), namespace, domain, services), timeout, bool(host)
+
+
+def _wait_for_port(
+    view: ContainerView, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
+) -> Program | str | None:
+    found = parse_wait_for_port(view.script, namespace, domain, services)
+    if not isinstance(found, tuple):
+        return found
+    target, timeout, host = found
     return Program(
         entry="",
         replaces_inference=False,
@@ -709,7 +715,7 @@ def _wait_for_port(
             probe_timeout=WAIT_FOR_PORT_DIAL,
             bound=timeout,
             exit_code=1,
-            resolve_once=bool(host),
+            resolve_once=host,
             gave_up='timeout reached before the port went into state "inuse"',
         ),
         notes=(f"waits for {target} (wait-for-port, every 0.5 s, gives up after {timeout:g} s: exit 1)",),
@@ -753,8 +759,10 @@ __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "ContainerView",
     "Program",
+    "container_env",
     "container_view",
     "flag_value",
     "match_program",
+    "parse_wait_for_port",
     "resource_plural",
 ]

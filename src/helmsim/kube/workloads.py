@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+POD_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob")
+"""The kinds that are a pod or hold a pod template (k8s.io/api core/v1, apps/v1, batch/v1)."""
+
 # k8s.io/api apps/v1 and core/v1 SetDefaults_*: replicas defaults to 1.
 _REPLICATED = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"})
 

@@ -39,7 +39,7 @@ from helmsim.cluster.profile import addressing_of
 from helmsim.cluster.store import ApiUnreachable, clone, ref_of
 from helmsim.kube.gotime import go_duration
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
-from helmsim.kube.workloads import pod_template
+from helmsim.kube.workloads import POD_KINDS, pod_template
 
 SOURCE = "kubelet"
 # kubernetes pkg/kubelet/active_deadline.go: reason and message of an expired activeDeadlineSeconds.
@@ -211,7 +211,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
     addressing = addressing_of(sim.profile)
     templates: list[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = []
     specs: list[tuple[str, Mapping[str, Any]]] = []
-    for kind in _WORKLOAD_KINDS:
+    for kind in POD_KINDS:  # the release's pod templates (it does not change during a run)
         for o in sim.release_objects_of(kind):
             tpl = pod_template(o)
             if tpl is None:
@@ -249,10 +249,6 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         catalog=sim.catalog,
     )
 
-
-_WORKLOAD_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob")
-"""The release objects whose pod templates a Service's named targetPort is resolved in (read
-from the release, which does not change during a run)."""
 
 _CONTEXT_KINDS = (
     "NetworkPolicy",
