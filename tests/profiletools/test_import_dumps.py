@@ -320,3 +320,17 @@ def test_kubelet_serving_certificates_come_from_the_kubeadm_configmaps(
     out = tmp_path / "imported.yaml"
     assert runner.invoke(app, ["profiles", "import", str(dump), "-o", str(out)]).exit_code == 0
     assert load_profile(str(out)).kubelet_serving_certificates == expected
+
+
+def test_csidrivers_of_the_dumps_classes_become_objects(tmp_path: Path) -> None:
+    """The EKS dumps hold the EBS and EFS CSIDrivers; only ebs.csi.aws.com provisions a class, so
+    only its object (attachRequired true: its volumes are attached before pods mount them) is
+    imported, and the EFS driver is named in a comment."""
+    out, _ = _import(tmp_path, "eks", "--prior", "eks-gp3")
+    text = out.read_text()
+    drivers = [o for o in yaml.safe_load(text).get("objects") or () if o.get("kind") == "CSIDriver"]
+    assert drivers == [
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "ebs.csi.aws.com"}, "spec": {"attachRequired": True}}
+    ]
+    assert "CSIDriver efs.csi.aws.com: no StorageClass provisions with it, not imported" in text
+    assert "eks/csidrivers.yaml items[0] CSIDriver/ebs.csi.aws.com" in text  # its provenance

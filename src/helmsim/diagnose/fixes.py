@@ -388,6 +388,24 @@ def disable_wait(hr_ref: str) -> FixTransform:
     return FixTransform(helmreleases=fn, same_render=True)
 
 
+def recreate(obj: str) -> FixTransform:
+    """Set Deployment ``obj``'s ``spec.strategy`` to ``Recreate``: the controller scales the old
+    ReplicaSets to zero and waits for their pods to go before it creates new ones
+    (kubernetes pkg/controller/deployment/recreate.go rolloutRecreate)."""
+
+    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
+        def change(r: Resource) -> Resource:
+            if r.ref != obj:
+                return r
+            body = copy.deepcopy(r.body)
+            body.setdefault("spec", {})["strategy"] = {"type": "Recreate"}
+            return with_body(r, body)
+
+        return _map(chart, change)
+
+    return FixTransform(charts=fn)
+
+
 def transform_for(fix_key: str) -> FixTransform | None:
     """The transform a fix key names, ``None`` for keys this module does not know."""
     kind, *args = fix_key.split("|")
@@ -409,4 +427,6 @@ def transform_for(fix_key: str) -> FixTransform | None:
         return raise_timeout(args[0], float(args[1]))
     if kind == "no-wait":
         return disable_wait(args[0])
+    if kind == "recreate":
+        return recreate(args[0])
     return None

@@ -106,6 +106,7 @@ def build_draft(
     _apis(draft, dump)
     _cni(draft, dump, platform)
     _storage(draft, dump)
+    _csi_drivers(draft, dump)
     _nodes(draft, dump)
     _latencies(draft, prior, prior_label)
     _addressing(draft, dump, platform)
@@ -584,13 +585,38 @@ def _storage(draft: Draft, dump: Dump) -> None:
             draft.note_block(
                 ("storageClasses", i),
                 f"{o.name}: CSIDriver {provisioner} attachRequired {str(bool(attach)).lower()} "
-                f"({drivers[provisioner].cite()}); latencies.volumeAttach applies to every volume",
+                f"({drivers[provisioner].cite()}; in objects)",
             )
         elif not provisioner.startswith("kubernetes.io/") and drivers:
             draft.note_block(
                 ("storageClasses", i),
                 f"{o.name}: no CSIDriver {provisioner} in the dumps (a non-CSI provisioner, or not installed)",
             )
+
+
+def _csi_drivers(draft: Draft, dump: Dump) -> None:
+    """The CSIDriver object of each driver a StorageClass provisions with into ``objects`` (name
+    and spec): whether its volumes are attached to a node before pods mount them
+    (docs/storage.md). The simulation creates volumes only through classes, so the others are
+    named in a comment."""
+    used = {str(o.obj.get("provisioner") or "") for o in dump.of("StorageClass")}
+    drivers = sorted(dump.of("CSIDriver"), key=lambda o: o.name)
+    kept = [o for o in drivers if o.name in used]
+    for i, o in enumerate(kept):
+        if i == 0:
+            draft.put(("objects",), [], "objects the cluster holds that the simulation reads")
+        spec = _map(o.obj.get("spec"))
+        entry = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": o.name},
+            # kubernetes/api storage/v1/types.go CSIDriverSpec: attachRequired defaults to true.
+            "spec": {"attachRequired": spec.get("attachRequired", True) is not False},
+        }
+        draft.put(("objects", i), entry, o.cite() + ("" if "attachRequired" in spec else " (attachRequired unset: true)"))
+    unused = [o.name for o in drivers if o.name not in used]
+    if kept and unused:
+        draft.note_block(("objects",), f"CSIDriver {', '.join(unused)}: no StorageClass provisions with it, not imported")
 
 
 # --- nodes --------------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ from typing import Any
 import simpy
 
 from helmsim.cluster import podrefs, running
+from helmsim.cluster.controllers.attach import MAX_WAIT_FOR_UNMOUNT, Attachments, Volume, volumes_to_attach
+from helmsim.cluster.controllers.attach import SOURCE as ATTACH_SOURCE
 from helmsim.cluster.behaviour import (
     BehaviourContext,
     ContainerModel,
@@ -300,6 +302,7 @@ class Kubelet(Controller):
         self._ips: dict[str, int] = {}
         self.assumed_images: set[str] = set()
         """Images whose behaviour the simulation assumed (said once each in the trace)."""
+        self.attachments = Attachments(sim)
         self.lost: set[str] = set()
         """Nodes whose machine is gone (:meth:`node_lost`): nothing runs or reports there."""
 
@@ -392,6 +395,7 @@ class PodRuntime:
         self.procs: dict[str, simpy.Process] = {}
         self.stopped = False
         self.vanished = False
+        self.detached = False
         self.retrying = False
         self.unsynced = False
         self.model: PodModel | None = None
@@ -488,6 +492,8 @@ class PodRuntime:
             return
         old_phase = (live.get("status") or {}).get("phase")
         self._derive()
+        if self.phase in ("Succeeded", "Failed"):
+            self._detach()
         status = clone(live.get("status") or {})
         mine = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
         theirs = [c for c in status.get("conditions") or () if c.get("type") not in mine]
@@ -567,7 +573,8 @@ class PodRuntime:
             self.started_at = self.sim.now
             self._cond("PodReadyToStartContainers", False)
             self.push(f"accepted by the kubelet on {self.node}", self.cause)
-            cause = yield from self._wait_for_mounts(self.cause)
+            cause = yield from self._wait_for_attach(self.cause)
+            cause = yield from self._wait_for_mounts(cause)
             self._warn_pull_secrets(cause)
             if self.k.net.cni.type == "cilium":
                 # cilium plugins/cilium-cni cmd/cmd.go cmdAdd: the CNI ADD waits for the endpoint's
@@ -760,6 +767,98 @@ class PodRuntime:
             ticks = math.ceil((self.sim.now - window_start) / MOUNT_POLL_INTERVAL - 1e-9)
             yield self.sim.sleep(window_start + ticks * MOUNT_POLL_INTERVAL - self.sim.now)
         return last
+
+    def _wait_for_attach(self, cause: int | None) -> Generator[Any, Any, int | None]:
+        """Wait until the attach/detach controller has attached the pod's volumes to its node.
+
+        kubernetes pkg/controller/volume/attachdetach/reconciler/reconciler.go reconcile: a volume
+        whose access modes forbid a second node (isMultiAttachForbidden) and that is attached to
+        another node is not attached here; the pod's events say once "Multi-Attach error …
+        Volume is already used by pod(s) …" (reportMultiAttachError) and the kubelet's
+        WaitForAttachAndMount times out every 2m3s until the other pods are gone. Otherwise the
+        attach takes ``latencies.volumeAttach`` and is reported ``SuccessfulAttachVolume``
+        (pkg/volume/util/operationexecutor/operation_generator.go GenerateAttachVolumeFunc).
+        """
+        pod = self.store.get("Pod", *self.key)
+        vols = volumes_to_attach(self.store, pod) if pod is not None else []
+        if not vols:
+            return cause
+        att = self.k.attachments
+        for v in vols:
+            if v.driver is not None and v.driver not in att.assumed_drivers:
+                att.assumed_drivers.add(v.driver)
+                self.log(
+                    "behaviour-assumed",
+                    f"CSI driver {v.driver}: the profile holds no CSIDriver object for it, so its volumes "
+                    "are taken to need attaching (the API's default) before pods mount them; add one to "
+                    "the profile's objects with spec.attachRequired if the cluster's says otherwise",
+                    cause,
+                )
+        window_start = self.sim.now
+        reported: set[str] = set()
+        while True:
+            blocked = [(v, att.elsewhere(v.pv, self.node)) for v in vols if v.exclusive]
+            blocked = [(v, others) for v, others in blocked if others]
+            if not blocked:
+                break
+            for v, others in blocked:
+                if v.pv not in reported:
+                    reported.add(v.pv)
+                    cause = self._multi_attach_error(v, others, cause)
+            window_end = window_start + MOUNT_WAIT_TIMEOUT
+            waits = [att.released(v.pv) for v, _ in blocked]
+            yield self.sim.env.any_of([*waits, self.sim.sleep(window_end - self.sim.now)])
+            if self.sim.now >= window_end - 1e-9:
+                names = " ".join(sorted(v.name for v, _ in blocked))
+                self.log(
+                    "sync-failed",
+                    f"Error syncing pod, skipping: unmounted volumes=[{names}], unattached "
+                    f"volumes=[{names}], failed to process volumes=[]: context deadline exceeded",
+                    cause,
+                )
+                yield self.sim.sleep(POD_SYNC_BACKOFF)
+                window_start = self.sim.now
+        events = {v.pv: att.hold(v.pv, self.node, self.key, lambda: self.sim.latency("volume_attach")) for v in vols}
+        waited = [v for v in vols if not events[v.pv].triggered]
+        if not waited:
+            return cause
+        yield self.sim.env.all_of([events[v.pv] for v in waited])
+        live = self.store.get("Pod", *self.key)
+        for v in waited:
+            if live is not None:
+                cause = self.store.record_event(
+                    live,
+                    "Normal",
+                    "SuccessfulAttachVolume",
+                    f'AttachVolume.Attach succeeded for volume "{v.pv}"',
+                    source=ATTACH_SOURCE,
+                    cause=cause,
+                )
+        return cause
+
+    def _multi_attach_error(self, v: Volume, others: list[tuple[str, str]], cause: int | None) -> int | None:
+        """reconciler.go reportMultiAttachError: the pod's event names the pods of its own
+        namespace that hold the volume, and counts those of other namespaces."""
+        local = [name for ns, name in others if ns == self.key[0]]
+        foreign = len(others) - len(local)
+        if local:
+            msg = f"Volume is already used by pod(s) {', '.join(local)}"
+            if foreign:
+                msg += f" and {foreign} pod(s) in different namespaces"
+        else:
+            msg = f"Volume is already used by {foreign} pod(s) in different namespaces"
+        live = self.store.get("Pod", *self.key)
+        if live is not None:
+            cause = self.store.record_event(
+                live,
+                "Warning",
+                "FailedAttachVolume",
+                f'Multi-Attach error for volume "{v.pv}" {msg}',
+                source=ATTACH_SOURCE,
+                cause=cause,
+            )
+        self.push(f"volume {v.name} is attached to another node: {msg}", cause)
+        return cause
 
     def _live_or_spec(self) -> Mapping[str, Any]:
         return self.store.get("Pod", *self.key) or {
@@ -968,10 +1067,24 @@ class PodRuntime:
                 st["ready"] = False
                 st["started"] = False
 
+    def _detach(self) -> None:
+        """The pod no longer uses its volumes: each is detached unless another pod on the node
+        uses it (reconciler.go reconcile detaches what the desired state no longer holds; the
+        detach is taken to last as long as an attach, ``latencies.volumeAttach``)."""
+        att = self.k.attachments
+        if self.detached:
+            return
+        self.detached = True
+        if any(self.key in pods for nodes in att.held.values() for pods in nodes.values()):
+            att.release(self.key, self.sim.latency("volume_attach"))
+
     def vanish(self) -> None:
         """The node is gone: every process stops at once and nothing more is reported."""
         self.vanished = True
         self.stopped = True
+        # its volumes cannot be unmounted: the controller force-detaches them after 6 minutes
+        self.detached = True
+        self.k.attachments.release(self.key, MAX_WAIT_FOR_UNMOUNT)
         for proc in [self.main, *self.procs.values()]:
             if proc is not None and proc.is_alive and proc is not self.sim.env.active_process:
                 proc.interrupt("node lost")
@@ -981,6 +1094,7 @@ class PodRuntime:
         if self.stopped:
             return
         self._kill(EXIT_SIGTERM, cause)
+        self._detach()
         if why == "deleted" and self.store.get("Pod", *self.key) is not None:
             self.push("containers stopped (pod deleted)", cause)
 

@@ -13,11 +13,19 @@ HS117 claim-never-provisioned
     driver refuses ReadWriteMany on a filesystem: aws-ebs-csi-driver pkg/driver/controller.go
     isValidCapability). The claim stays Pending, its consumers are never scheduled, and Helm's
     wait times out.
+HS121 volume-multi-attach
+    A pod waits for a volume that is attached to another node: its claim's volume allows one
+    node at a time (no ReadWriteMany or ReadOnlyMany mode) and is attachable, and another pod
+    that mounts it runs on a different node (kubernetes pkg/controller/volume/attachdetach
+    reconciler.go: "Multi-Attach error … Volume is already used by pod(s) …"). The pod stays
+    ContainerCreating until the other pods are gone; in a rolling update they go only once it is
+    Ready, so the rollout never ends.
 """
 
 from __future__ import annotations
 
 from helmsim.cluster.controllers.provisioner import MODES_NOT_SUPPORTED, MSG_INFEASIBLE
+from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.fixes import pod_spec
@@ -127,6 +135,73 @@ def _claim_fix(res: Resource, reason: str, cls_name: str | None, run: ProfileRun
             "whose driver serves it (ReadWriteMany: a file system such as efs.csi.aws.com, an NFS provisioner)"
         )
     return f"make {res.ref} provisionable by its class's driver ({reason})"
+
+
+_MULTI_ATTACH = "Multi-Attach error for volume "
+
+
+@rule(
+    "HS121",
+    "volume-multi-attach",
+    "A pod waits for a one-node volume that another pod holds on another node",
+)
+def volume_multi_attach(run: ProfileRun) -> list[Candidate]:
+    first: dict[str, TraceEvent] = {}
+    for ev in run.events(what="event"):
+        if ev.data.get("reason") == "FailedAttachVolume" and ev.message.startswith(_MULTI_ATTACH):
+            first.setdefault(ev.obj, ev)
+    by_owner: dict[str, list[TraceEvent]] = {}
+    for pod, ev in first.items():
+        attached = [e for e in run.events(what="event", obj=pod) if e.data.get("reason") == "SuccessfulAttachVolume"]
+        if any(e.time >= ev.time for e in attached):
+            continue  # the other pods went and the volume followed
+        by_owner.setdefault(run.owner_of_pod(pod) or pod, []).append(ev)
+    out: list[Candidate] = []
+    for owner, evs in sorted(by_owner.items()):
+        located = run.resource(owner)
+        if located is None:
+            continue
+        hr_ref, res = located
+        ready = run.ready(hr_ref)
+        ev = min(evs, key=lambda e: e.id)
+        pod = ev.obj.rsplit("/", 1)[1]
+        rollout = res.kind == "Deployment" and ((res.body.get("spec") or {}).get("strategy") or {}).get("type") != "Recreate"
+        msg = (
+            f"{owner}: pod {pod} waits for a volume attached to another node ({ev.message}): the claim's volume is "
+            "attached to one node at a time, and the pods holding it stay"
+            + (" until the new pods are Ready (a rolling update keeps the old ones meanwhile)" if rollout else "")
+            + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
+        )
+        chain = [step(ev, f"FailedAttachVolume: {ev.message}")]
+        if not ready:
+            chain.extend(s for s in run.failure_tail(hr_ref) if s.time >= ev.time)
+        fix_list: list[Fix] = []
+        if rollout:
+            fix_list.append(
+                Fix(
+                    f"set {owner}'s strategy to Recreate: its old pods go, and the volume is detached, before the new ones start",
+                    fixes.key("recreate", owner),
+                )
+            )
+        fix_list.append(
+            Fix(
+                "or use ReadWriteMany storage, or keep every pod that mounts the claim on one node (required pod affinity "
+                "on kubernetes.io/hostname), or give each replica its own claim (a StatefulSet's volumeClaimTemplates)"
+            )
+        )
+        out.append(
+            Candidate(
+                "HS121",
+                hr_ref,
+                owner,
+                Severity.error if not ready else Severity.warning,
+                msg,
+                sorted(chain, key=lambda s: s.time),
+                fix_list,
+                run.variant,
+            )
+        )
+    return out
 
 
 @rule(
