@@ -30,3 +30,16 @@ def test_an_unreachable_database_stalls_the_release_at_the_init_container() -> N
     assert counts and all(v >= 1 for v in counts.values())  # exit 1 after 60 s, restarted
     logs = [e.message for e in result.trace if "Could not connect to the database server" in e.message]
     assert logs
+
+
+def test_the_function_may_have_any_name() -> None:
+    """seaweedfs names it ``mariadb_is_ready``; only ``check_*`` was recognised, and the init
+    container was taken to exit 0 at once while the app crash-looped on the database."""
+    result = simulate_chart(CHART, values=("ci/any-name-values.yaml",))
+    assert result.releases[0].outcome == "Ready"
+    assert any(
+        n.startswith("waits for svc/default/db:5432 (retry_while postgresql_is_ready:")
+        for n in behaviour_notes(result, "wait-for-db")
+    )
+    isolated = simulate_chart(CHART, values=("ci/any-name-values.yaml", "ci/isolated-values.yaml"))
+    assert isolated.releases[0].outcome == "Stalled"

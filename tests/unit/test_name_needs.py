@@ -15,6 +15,7 @@ from helmsim.cluster.behaviour import (
     BehaviourContext,
     Need,
     _name_need,
+    endpoint_service,
     env_peers,
     model_pod,
     parse_need,
@@ -43,6 +44,17 @@ KNOWN = frozenset({("ops", "db"), ("apps", "web")})
         ("example.com", frozenset({("com", "example")}), Need("service", "com/example", 5432)),
         ("api.example.com", KNOWN, Need("fqdn", "api.example.com", 5432)),
         ("kubernetes.default", KNOWN, Need("kube-apiserver")),
+        # a pod's name under its headless Service (coredns plugin/kubernetes parse.go
+        # <endpoint>.<service>.<namespace>.svc.<zone>): the pods behind that Service
+        ("zk-0.zk-hs.ops.svc.cluster.local", frozenset({("ops", "zk-hs")}), Need("service", "ops/zk-hs", 5432)),
+        ("zk-0.zk-hs.ops.svc", frozenset({("ops", "zk-hs")}), Need("service", "ops/zk-hs", 5432)),
+        ("zk-0.zk-hs.ops", frozenset({("ops", "zk-hs")}), Need("service", "ops/zk-hs", 5432)),
+        ("zk-0.zk-hs", frozenset({("apps", "zk-hs")}), Need("service", "apps/zk-hs", 5432)),
+        ("zk-0.zk-hs.ops.svc.cluster.local", frozenset(), Need("fqdn", "zk-0.zk-hs.ops.svc", 5432)),
+        ("zk-0.zk-hs", frozenset({("ops", "zk-hs")}), Need("fqdn", "zk-0.zk-hs", 5432)),  # not the pod's namespace
+        # a Service of another namespace wins over an endpoint name in the pod's (helmsim does
+        # not know which Services have endpoint hostnames)
+        ("db.ops", frozenset({("ops", "db"), ("apps", "ops")}), Need("service", "ops/db", 5432)),
     ],
 )
 def test_name_rule(host: str, services: frozenset[tuple[str, str]], need: Need) -> None:
@@ -67,19 +79,26 @@ _services = st.frozensets(st.tuples(_label, _label), max_size=4)
 def test_name_need_properties(host: str, port: int, namespace: str, services: frozenset[tuple[str, str]]) -> None:
     need = _name_need(host, port, namespace, "cluster.local", services)
     labels = host.split(".")
+    # an endpoint name under a known (headless) Service: <pod>.<svc>[.<ns>[.svc]]
+    endpoint = endpoint_service(labels, namespace, services)
     # without Services known the rule is the one it always was
     before = _name_need(host, port, namespace, "cluster.local")
-    if len(labels) != 2:
+    if len(labels) != 2 and endpoint is None:
         assert need == before
     if need.kind == "service":
         ns, name = need.host.split("/", 1)
-        assert need.port == port and name == labels[0]
+        assert need.port == port
         if len(labels) == 2 and host not in ("kubernetes.default",):
-            # a name.ns is a Service only when one is known, and it is that one
-            assert (ns, name) in services and ns == labels[1]
+            # a name.ns is a known Service, or a pod's name under a known Service of the pod's namespace
+            assert (ns, name) in services
+            assert (ns, name) == (labels[1], labels[0]) or (ns, name) == (namespace, labels[1])
+        elif endpoint is not None and not (len(labels) == 3 and labels[2] == "svc"):
+            assert (ns, name) == endpoint and name == labels[1]
+        else:
+            assert name == labels[0]
     elif need.kind == "fqdn":
         assert need.host == host and need.port == port
-        assert search_service(host, services) is None
+        assert search_service(host, services) is None and endpoint is None
     else:
         assert need == Need("kube-apiserver")
     if len(labels) == 2 and (labels[1], labels[0]) in services and host != "kubernetes.default":
@@ -114,6 +133,10 @@ CTX = BehaviourContext(services=[_svc("ops", "db"), _svc("cache", "redis-master"
         ({"REDIS": "redis-master.cache:6379"}, [Need("service", "cache/redis-master", 6379)]),
         ({"DATABASE_URL": "postgres://app@db.elsewhere:5432/app"}, []),  # no such Service
         ({"API_URL": "https://api.example.com/v1"}, []),
+        # a connection string of members: one need per Service they are behind
+        ({"ZK": "db-0.db.ops.svc.cluster.local:2181,db-1.db.ops.svc.cluster.local:2181"}, [Need("service", "ops/db", 2181)]),
+        ({"HOSTS": "db.ops:5432;redis-master.cache:6379"}, [Need("service", "ops/db", 5432), Need("service", "cache/redis-master", 6379)]),
+        ({"HOSTS": "db.ops:5432,not a host"}, []),  # not every item is host:port
     ],
 )
 def test_env_names_a_service_of_another_namespace(env: dict[str, str], needs: list[Need]) -> None:

@@ -136,10 +136,35 @@ def _name_need(
         return Need("service", f"{namespace}/{labels[0]}", port)
     if len(labels) == 3 and labels[2] == "svc":
         return Need("service", f"{labels[1]}/{labels[0]}", port)
-    ref = search_service(name, services)
+    ref = search_service(name, services) or endpoint_service(labels, namespace, services)
     if ref is not None:
         return Need("service", f"{ref[0]}/{ref[1]}", port)
     return Need("fqdn", name, port)
+
+
+def endpoint_service(
+    labels: list[str], namespace: str, services: Container[tuple[str, str]]
+) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the Service whose endpoint a pod's name dials: a StatefulSet pod
+    under its headless Service, ``zk-0.zk-headless[.ns[.svc]]`` (``labels`` with the cluster
+    domain cut to ``svc``). CoreDNS's kubernetes plugin answers
+    ``<endpoint>.<service>.<namespace>.svc.<zone>`` with that endpoint's address (coredns/coredns
+    plugin/kubernetes parse.go, kubernetes.go: an endpoint hostname of a headless Service), and a
+    pod's search path reaches it from the shorter forms: ``zk-0.zk-headless`` first as
+    ``zk-0.zk-headless.<ns>.svc.<domain>``, ``zk-0.zk-headless.ns`` as ``….ns.svc.<domain>``
+    (kubernetes pkg/kubelet/network/dns/dns.go generateSearchesForDNSClusterFirst). The Service
+    must be one the simulation knows; the connection is then to the pods behind it. (A two-label
+    name that is also a Service of another namespace is read as that Service: helmsim does not
+    know which Services have endpoint hostnames.)"""
+    if len(labels) == 4 and labels[3] == "svc":
+        ref = (labels[2], labels[1])
+    elif len(labels) == 3:
+        ref = (labels[2], labels[1])
+    elif len(labels) == 2:
+        ref = (namespace, labels[1])
+    else:
+        return None
+    return ref if all(labels) and ref in services else None
 
 
 def search_service(host: str, services: Container[tuple[str, str]]) -> tuple[str, str] | None:
@@ -1571,7 +1596,9 @@ def env_peers(
     fronts: Callable[[Need], bool] | None = None,
 ) -> tuple[list[Need], list[str]]:
     """Services of the cluster or the release that the container's environment names: a URL
-    (``postgres://app@db:5432/app``), ``host:port``, or ``X_HOST`` with ``X_PORT``. Only names
+    (``postgres://app@db:5432/app``), ``host:port`` or a list of them (``a:2181,b:2181``), or
+    ``X_HOST`` with ``X_PORT``; a host may be a pod's name under its headless Service
+    (``zk-0.zk-hs.ns.svc.cluster.local``: :func:`endpoint_service`). Only names
     that are Services the simulation knows count (an external name may not be dialled at start).
     Variables in ``ignore`` (a catalog entry's ``ignoreEnv``: read, not dialled at start) are
     noted and give no need, and so do Services ``fronts`` says front the pod itself."""
@@ -1587,6 +1614,13 @@ def env_peers(
         m = _ENV_HOSTPORT.match(text)
         if m is not None:
             found.append((key, m.group("host"), int(m.group("port"))))
+            continue
+        parts = [p for p in re.split(r"[,;\s]+", text) if p]
+        listed = [_ENV_HOSTPORT.match(p) for p in parts]
+        if len(parts) > 1 and all(listed):
+            # a connection string listing a cluster's members (ZooKeeper's `zk-0.zk-hs:2181,…`,
+            # Kafka's bootstrap servers): each is a need; members of one Service are one need
+            found.extend((key, x.group("host"), int(x.group("port"))) for x in listed if x is not None)
             continue
         for suffix in ("_HOST", "_HOSTNAME", "_SERVER"):
             if key.endswith(suffix) and re.fullmatch(r"[A-Za-z][A-Za-z0-9.-]*", text):

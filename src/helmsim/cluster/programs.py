@@ -392,12 +392,16 @@ def _image_program(
                 )
                 notes.append(f"cannot tell what {text} means from {source}: not needed")
                 continue
-            try:
-                found.append(
-                    parse_need(filled, namespace=namespace, where=f"catalog entry {spec.name}", services=services)
-                )
-            except InputError:
-                notes.append(f"{filled!r} (from {text}) is not a target: not needed")
+            # a value listing several targets (ZooKeeper's `zk-0.zk-hs:2181,zk-1.zk-hs:2181`) is
+            # one need each, in order; members behind one Service are one need
+            for item in [p for p in re.split(r"[,;\s]+", filled) if p] or [filled]:
+                try:
+                    need = parse_need(item, namespace=namespace, where=f"catalog entry {spec.name}", services=services)
+                except InputError:
+                    notes.append(f"{item!r} (from {text}) is not a target: not needed")
+                    continue
+                if need not in found:
+                    found.append(need)
         needs = tuple(found)
     checks: list[Check] = []
     for c in spec.checks:
