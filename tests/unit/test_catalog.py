@@ -128,6 +128,8 @@ entries:
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x", "env": ["MODE"]}}, "entries[0].match.env", 9),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"state": "s", "api": "g/v1/K"}]}, "entries[0].checks[0]: a check has exactly one of: api, webhook, object, state", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "writes": "schema"}, "entries[0].writes", 9),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"env": ["CF-TOKEN"]}]}, "entries[0].checks[0].env: 'CF-TOKEN' is not a variable name (or names joined by +)", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"env": []}]}, "entries[0].checks[0].env", 11),
     ],
 )
 def test_bad_entries_name_the_file_and_line(entry: dict[str, Any], message: str, line: int) -> None:
@@ -674,3 +676,42 @@ def test_valkey_sentinel_pods_need_nothing_of_the_api_their_account_is_bound_for
         container = model.container(name)
         assert container.entry.startswith(entry + " ("), (name, container.entry)
         assert container.needs == () and container.run_seconds is None
+
+
+_CREDENTIAL_ENTRY = """apiVersion: helmsim.dev/v1alpha1
+kind: BehaviourCatalog
+entries:
+  - name: needs-token
+    summary: exits at start without a token
+    sources: ["acme/app cmd/main.go: os.Getenv"]
+    match:
+      image: ["*/acme/app"]
+    needs: []
+    checks:
+      - env: [TOKEN, KEY+EMAIL]
+        error: no credentials
+    exitCode: 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "env_from", "checked", "note"),
+    [
+        ([], [], True, False),
+        ([{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "t"}}}], [], False, False),
+        ([{"name": "KEY", "value": "k"}], [], True, False),  # KEY without EMAIL: not enough
+        ([{"name": "KEY", "value": "k"}, {"name": "EMAIL", "value": "e"}], [], False, False),
+        ([], [{"configMapRef": {"name": "cm"}}], True, False),  # a ConfigMap the context does not hold
+        ([], [{"secretRef": {"name": "creds"}}], False, True),  # a Secret's keys: cannot tell, said
+    ],
+)
+def test_an_env_check_reads_the_pod_spec(env: list[Any], env_from: list[Any], checked: bool, note: bool) -> None:
+    entries = catalog_entries(parse_catalog_document(_CREDENTIAL_ENTRY, ".helmsim.yaml"))
+    container: dict[str, Any] = {"name": "app", "image": "registry.example.com/acme/app:1", "env": env}
+    if env_from:
+        container["envFrom"] = env_from
+    model = model_pod(_pod([container], owner="ReplicaSet", policy="Always"), BehaviourContext(catalog=entries))
+    c = model.container("app")
+    assert c.entry == "needs-token (.helmsim.yaml:4)"
+    assert [str(ch) for ch in c.checks] == (["TOKEN or KEY and EMAIL in its environment"] if checked else [])
+    assert any("cannot tell whether TOKEN or KEY and EMAIL is set" in n for n in c.notes) is note

@@ -203,9 +203,13 @@ class WaitLoop(Struct, frozen=True):
     """The program's words when ``bound`` expires (logged as a container log line)."""
 
 
-CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state"]
+CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state", "env"]
 STATE_SUFFIX = " (left outside the cluster by another program)"
 """How a ``state`` check reads in needs and findings: ``the <state> (left outside …)``."""
+
+
+ENV_SUFFIX = " in its environment"
+"""How an ``env`` check reads in a need (``CF_API_TOKEN or CF_API_KEY+CF_API_EMAIL in its environment``)."""
 
 
 class Check(Struct, frozen=True):
@@ -219,7 +223,9 @@ class Check(Struct, frozen=True):
     ``selector`` selects in ``Kind/namespace/``) have condition ``condition`` with
     ``status``. ``rollout``: ``target`` is rolled out (kstatus Current). ``deleted``: ``target``
     is gone. ``state``: a program of the simulation left ``target`` behind outside the cluster
-    (a database schema migrated: ``Simulation.external_state``). ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
+    (a database schema migrated: ``Simulation.external_state``). ``env``: one of the variables
+    ``target`` names (``A or B``) is set in the container's environment; decided from the pod
+    spec, so a compiled one never holds. ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
     ``not-ready``, ``not-found``, ``none``) to the program's words; ``{name}``, ``{kind}`` and
     ``{resource}`` are filled in.
     """
@@ -251,6 +257,8 @@ class Check(Struct, frozen=True):
             return f"{self.target} rolled out"
         if self.kind == "state":
             return f"the {self.target}{STATE_SUFFIX}"
+        if self.kind == "env":
+            return f"{self.target}{ENV_SUFFIX}"
         return f"{self.target} deleted"
 
 

@@ -131,7 +131,8 @@ class CheckSpec(_Model):
     the admission webhooks intercepting its CREATE answer) or ``object`` (``Kind/namespace/name``
     or ``Kind/name`` exists; ``${...}`` templates allowed; with ``field``, a dotted path in it
     such as ``status.loadBalancer.ingress`` is also set and not empty) or ``state`` (a program of
-    the simulation left that state behind: another entry's ``writes``). ``error`` is what the
+    the simulation left that state behind: another entry's ``writes``) or ``env`` (the container
+    defines one of these variables). ``error`` is what the
     program logs when the check fails (``webhookErrors`` for the webhook's three failure modes).
     """
 
@@ -140,6 +141,10 @@ class CheckSpec(_Model):
     object: str | None = None
     state: str | None = Field(default=None, min_length=1)
     """State a program of the simulation left outside the cluster (an entry's ``writes``)."""
+    env: list[str] | None = Field(default=None, min_length=1)
+    """The container's environment defines one of these (``A``, or ``A+B`` for all of them): a
+    literal, or from a Secret or ConfigMap, the value not read; a credential the program needs
+    at start."""
     field: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
     """With ``object``: a dotted path in it that must be set and not empty."""
     error: str | None = None
@@ -147,11 +152,19 @@ class CheckSpec(_Model):
     unless_args: list[str] = Field(default_factory=list)
     """Skip the check when an element of command + args matches one of these globs."""
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: list[str] | None) -> list[str] | None:
+        for alt in v or ():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\+[A-Za-z_][A-Za-z0-9_]*)*", alt):
+                raise ValueError(f"{alt!r} is not a variable name (or names joined by +)")
+        return v
+
     @model_validator(mode="after")
     def _exactly_one(self) -> CheckSpec:
-        given = [k for k in ("api", "webhook", "object", "state") if getattr(self, k) is not None]
+        given = [k for k in ("api", "webhook", "object", "state", "env") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("a check has exactly one of: api, webhook, object, state")
+            raise ValueError("a check has exactly one of: api, webhook, object, state, env")
         if self.object is not None and self.object.count("/") not in (1, 2):
             raise ValueError("object: expected Kind/namespace/name or Kind/name")
         if self.field is not None and self.object is None:

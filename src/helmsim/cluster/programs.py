@@ -70,6 +70,10 @@ class ContainerView:
     unknown: what ``${file(--flag).a.b}`` templates read."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Its pod's labels (``${label.KEY}`` templates)."""
+    env_names: frozenset[str] = frozenset()
+    """Every variable its ``env`` defines, Secret references included (their values unread)."""
+    env_from_secret: bool = False
+    """It takes a Secret's keys through ``envFrom`` (names not known without the Secret)."""
 
 
 def container_env(
@@ -153,6 +157,10 @@ def container_view(
         env=env,
         files=files,
         labels={str(k): str(v) for k, v in ((pod.get("metadata") or {}).get("labels") or {}).items()},
+        env_names=frozenset(
+            [*env, *(str(e.get("name")) for e in c.get("env") or () if isinstance(e, Mapping) and e.get("name"))]
+        ),
+        env_from_secret=any(isinstance(e, Mapping) and e.get("secretRef") for e in c.get("envFrom") or ()),
     )
 
 
@@ -342,6 +350,16 @@ def _fill(obj: Any, view: ContainerView, namespace: str) -> Any:
     return obj
 
 
+def _env_defined(alternative: str, view: ContainerView) -> bool:
+    """``A`` or ``A+B`` (every one of them) is defined in the container's environment."""
+    return all(name in view.env_names for name in alternative.split("+"))
+
+
+ENV_SET = Check("env", "")
+"""An ``env`` check that holds: the container defines one of its variables (or takes a Secret's
+keys whose names are not known); it is not checked."""
+
+
 def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Check | None:
     """The check, or None when its object cannot be named from the container's arguments."""
     errors: list[tuple[str, str]] = []
@@ -357,6 +375,12 @@ def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Chec
                 errors.append((key, text))
     if spec.api is not None:
         return Check("api", spec.api, errors=tuple(errors))
+    if spec.env:
+        # decided from the pod spec: it holds (None is "cannot be named", so an always-true
+        # check is dropped by its caller through the `env` sentinel) or fails every attempt
+        if view.env_from_secret or any(_env_defined(alt, view) for alt in spec.env):
+            return ENV_SET
+        return Check("env", " or ".join(a.replace("+", " and ") for a in spec.env), errors=tuple(errors))
     if spec.state is not None:
         state = _template(spec.state, view, namespace)
         return None if state is None else Check("state", state, errors=tuple(errors))
@@ -408,6 +432,14 @@ def _image_program(
         if any(fnmatch.fnmatchcase(a, p) for a in view.argv for p in c.unless_args):
             continue
         compiled = _compile_check(c, view, namespace)
+        if compiled is ENV_SET:
+            wanted = c.env or []
+            if view.env_from_secret and not any(_env_defined(alt, view) for alt in wanted):
+                notes.append(
+                    f"cannot tell whether {' or '.join(a.replace('+', ' and ') for a in wanted)} is set "
+                    "(it takes a Secret's keys through envFrom): assumed set"
+                )
+            continue
         if compiled is None:
             notes.append(
                 f"cannot tell which state {c.state} it waits for from the container: not checked"

@@ -99,6 +99,9 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
         if not serves(sim)(gv, kind):
             return "unmet", check.error("unmet", no_kind_match_message(gv, kind)), False
         return None
+    if check.kind == "env":
+        # compiled only when the container defines none of the variables (programs._compile_check)
+        return "unmet", check.error("unmet", f"{check.target}: not set"), True
     if check.kind == "state":
         if check.target in sim.external_state:
             return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from helmsim.cluster.behaviour import STATE_SUFFIX
+from helmsim.cluster.behaviour import ENV_SUFFIX, STATE_SUFFIX
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
@@ -120,6 +120,10 @@ _FIXES = {
     "webhook": "make sure the webhook it calls is ready before it runs: its Deployment Available and its Service selecting ready pods (a hook weight after the webhook, or a HelmRelease that dependsOn the webhook's)",
     "object": "create {what} before it runs (a lower hook weight, or an earlier kind group)",
     "field": "make sure something sets {path} of {what} before it gives up",
+    "env": (
+        "set {what} in the container's env, through env[].valueFrom.secretKeyRef or envFrom.secretRef "
+        "for a credential (the chart's env or extraEnv values usually take it)"
+    ),
     # helm/helm pkg/action/install.go performInstall: post-install hooks run after the wait
     "state": (
         "run what leaves {what} before this program gives up: when it is a post-install or "
@@ -160,6 +164,8 @@ def _unresolved(run: ProfileRun, need: str) -> str:
 
 
 def _check_kind(need: str) -> str:
+    if need.endswith(ENV_SUFFIX):
+        return "env"
     if need.endswith(STATE_SUFFIX):
         return "state"
     if need.endswith(" API served"):
@@ -230,6 +236,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             if refused
             else "which no program has left when it runs"
             if kind == "state"
+            else "which its pod spec does not set"
+            if kind == "env"
             else "which the cluster does not have when it runs"
         )
         if refused and not entry:
@@ -253,6 +261,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             what = f"{api_kind} ({gv})"
         if kind == "state":
             what = what.removesuffix(STATE_SUFFIX)
+        if kind == "env":
+            what = what.removesuffix(ENV_SUFFIX)
         out[key] = Candidate(
             "HS116",
             hr_ref,
