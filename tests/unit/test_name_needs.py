@@ -174,3 +174,17 @@ def test_every_source_of_needs_applies_the_rule() -> None:
     env = [{"name": "DATABASE_URL", "value": "postgres://app@db.ops:5432/app"}]
     main = model_pod(_pod(containers=[{"name": "app", "image": "app:1", "env": env}]), CTX).container("app")
     assert Need("service", "ops/db", 5432) in main.needs
+
+
+@pytest.mark.parametrize(
+    ("text", "need"),
+    [
+        ("https://sso.example.com/realms/corp", Need("fqdn", "sso.example.com", 443)),
+        ("http://keycloak:8080/realms/x", Need("service", "apps/keycloak", 8080)),
+        ("https://kc.auth.svc:8443", Need("service", "auth/kc", 8443)),
+        ("http://db.ops/", Need("service", "ops/db", 80)),  # a known Service of another namespace
+        ("https://x.example.com?x=1", Need("fqdn", "x.example.com", 443)),
+    ],
+)
+def test_a_url_need_is_its_host_and_port(text: str, need: Need) -> None:
+    assert parse_need(text, namespace=NS, services=KNOWN) == need

@@ -85,12 +85,17 @@ def parse_need(
     services: Container[tuple[str, str]] = frozenset(),
 ) -> Need:
     """Parse ``kube-apiserver``, ``dns``, ``host:port``, ``svc/<ns>/<name>:<port>``, ``CIDR:port``
-    (a host named ``name.ns`` is a Service when ``services`` holds it: :func:`_name_need`)."""
+    or an ``http(s)://host[:port]/…`` URL (its scheme's port by default) (a host named ``name.ns``
+    is a Service when ``services`` holds it: :func:`_name_need`)."""
     item = text.strip()
     if item in ("kube-apiserver", "apiserver"):
         return Need("kube-apiserver")
     if item == "dns":
         return Need("dns")
+    url = _URL.match(item)
+    if url is not None and item[url.end():][:1] in ("", "/", "?", "#"):
+        port = int(url.group("port") or (443 if url.group("scheme") == "https" else 80))
+        item = f"{url.group('host').strip('[]')}:{port}"
     host, sep, port_text = item.rpartition(":")
     if not sep or not port_text.isdigit() or not 0 < int(port_text) < 65536 or not host:
         raise InputError(
@@ -1303,7 +1308,7 @@ _TIMEOUT = re.compile(
 )
 _SLEEP = re.compile(r"\bsleep\s+(?P<n>[0-9.]+)(?P<u>[smh]?)")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_URL = re.compile(r"(?P<scheme>https?)://(?P<host>\[[^\]]+\]|[^/:\s'\"]+)(?::(?P<port>[0-9]+))?")
+_URL = re.compile(r"(?P<scheme>https?)://(?P<host>\[[^\]]+\]|[^/:?#\s'\"]+)(?::(?P<port>[0-9]+))?")
 
 
 def parse_wait_loop(
