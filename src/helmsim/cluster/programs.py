@@ -395,6 +395,15 @@ def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Chec
     return Check("object", target, errors=tuple(errors), path=spec.field or "")
 
 
+def _filled(text: str, view: ContainerView, namespace: str) -> str:
+    """A log line with its ``${…}`` templates filled from the container (kept as written when
+    one cannot be)."""
+    if "${" not in text:
+        return text
+    filled = _template(text, view, namespace)
+    return text if filled is None else filled
+
+
 def _image_program(
     spec: EntrySpec,
     label: str,
@@ -512,9 +521,9 @@ def _image_program(
         creates=tuple(creates),
         writes=tuple(writes),
         probe_gate=gate,
-        log_ready=spec.logs.ready or "",
-        log_failed=None if spec.logs.failed == "" else spec.logs.failed or "",
-        log_waiting=spec.logs.waiting or "",
+        log_ready=_filled(spec.logs.ready or "", view, namespace),
+        log_failed=None if spec.logs.failed == "" else _filled(spec.logs.failed or "", view, namespace),
+        log_waiting=_filled(spec.logs.waiting or "", view, namespace),
         notes=tuple(notes),
     )
 
