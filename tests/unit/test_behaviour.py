@@ -73,6 +73,14 @@ ROLE_BINDING = {
     "roleRef": {"kind": "Role", "name": "migrate"},
     "subjects": [{"kind": "ServiceAccount", "name": "migrate"}],
 }
+# The Role it binds (examples/seed1-migrate-race templates/agent-manager/migrate-rbac.yaml): a
+# binding to a Role nothing holds grants nothing.
+MIGRATE_ROLE = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "Role",
+    "metadata": {"name": "migrate", "namespace": NS},
+    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]}],
+}
 
 # The seed-1 policy: DNS through kube-dns with a DNS rule, the API server, GitHub and a registry.
 SEED_CNP = _cnp(
@@ -104,7 +112,7 @@ SEED_CNP = _cnp(
 
 
 def test_seed_job_needs_what_its_policy_grants_plus_rbac() -> None:
-    model = model_pod(_pod(), BehaviourContext(policies=[SEED_CNP], bindings=[ROLE_BINDING]))
+    model = model_pod(_pod(), BehaviourContext(policies=[SEED_CNP], bindings=[ROLE_BINDING], roles=[MIGRATE_ROLE]))
     main = model.container("main")
     assert needs_summary(main) == "kube-apiserver, dns, api.github.com:443, ghcr.io:443"
     assert main.run_seconds == 5 and main.exit_code == 0 and main.connect_timeout == 30
@@ -154,7 +162,7 @@ def test_nothing_granted_needs_nothing() -> None:
     ],
 )
 def test_rbac_binding_implies_the_apiserver(binding: dict[str, Any], bound: bool) -> None:
-    main = model_pod(_pod(), BehaviourContext(bindings=[binding])).container("main")
+    main = model_pod(_pod(), BehaviourContext(bindings=[binding], roles=[MIGRATE_ROLE])).container("main")
     assert (Need("kube-apiserver") in main.needs) is bound
 
 
@@ -185,7 +193,7 @@ def test_a_binding_is_a_need_only_for_a_pod_holding_the_token(
     pod = _pod(volumes=volumes)
     if pod_automount is not None:
         pod["spec"]["automountServiceAccountToken"] = pod_automount
-    ctx = BehaviourContext(bindings=[ROLE_BINDING], service_accounts=[_account(account_automount)])
+    ctx = BehaviourContext(bindings=[ROLE_BINDING], roles=[MIGRATE_ROLE], service_accounts=[_account(account_automount)])
     main = model_pod(pod, ctx).container("main")
     assert (Need("kube-apiserver") in main.needs) is bound
     if not bound:

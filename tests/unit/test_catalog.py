@@ -715,3 +715,23 @@ def test_an_env_check_reads_the_pod_spec(env: list[Any], env_from: list[Any], ch
     assert c.entry == "needs-token (.helmsim.yaml:4)"
     assert [str(ch) for ch in c.checks] == (["TOKEN or KEY and EMAIL in its environment"] if checked else [])
     assert any("cannot tell whether TOKEN or KEY and EMAIL is set" in n for n in c.notes) is note
+
+
+def test_a_binding_to_a_role_nobody_creates_is_no_api_server_need() -> None:
+    """bitnami/charts bitnami/jenkins templates/rolebinding.yaml binds Role jenkins, which
+    templates/role.yaml renders only with agents, configAsCode or rbac.rules: a missing Role grants
+    nothing (the RBAC authorizer resolves roleRef at each request)."""
+    binding = {
+        "kind": "RoleBinding",
+        "metadata": {"name": "jenkins", "namespace": "ci"},
+        "roleRef": {"kind": "Role", "name": "jenkins"},
+        "subjects": [{"kind": "ServiceAccount", "name": "jenkins", "namespace": "ci"}],
+    }
+    pod = _pod([{"name": "app", "image": "example.com/app:1"}], owner="ReplicaSet", policy="Always")
+    pod["metadata"]["namespace"] = "ci"
+    pod["spec"]["serviceAccountName"] = "jenkins"
+    model = model_pod(pod, BehaviourContext(bindings=[binding], roles=[]))
+    assert model.container("app").needs == ()
+    assert any("a Role neither the release nor the profile holds (taken as absent: it grants nothing)" in n for _c, n in model.notes)
+    role = {"kind": "Role", "metadata": {"name": "jenkins", "namespace": "ci"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}
+    assert model_pod(pod, BehaviourContext(bindings=[binding], roles=[role])).container("app").needs == (Need("kube-apiserver"),)

@@ -337,6 +337,13 @@ SEED_BINDING = {
     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "migrate"},
     "subjects": [{"kind": "ServiceAccount", "name": "migrate", "namespace": "kagent"}],
 }
+# the Role it binds (examples/seed1-migrate-race templates/agent-manager/migrate-rbac.yaml)
+SEED_ROLE = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "Role",
+    "metadata": {"name": "migrate", "namespace": "kagent"},
+    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]}],
+}
 SEED_CNP = _cnp(
     egress=[
         {
@@ -370,7 +377,7 @@ SEED_CNP = _cnp(
 def test_seed_1_job_pod_infers_its_needs_from_the_release(profile: str, denied: bool) -> None:
     """The release's CiliumNetworkPolicy says what the Job reaches even before it exists."""
     sim = _sim(load_profile(profile))
-    sim.release_objects = [SEED_BINDING, SEED_CNP]  # type: ignore[attr-defined]
+    sim.release_objects = [SEED_ROLE, SEED_BINDING, SEED_CNP]  # type: ignore[attr-defined]
     sim.store.create(SEED_BINDING, actor="helm")
     sim.store.create(_seed_job_pod(), actor="helm")
     sim.after(40, lambda: sim.store.create(SEED_CNP, actor="helm"))  # applied after the Job

@@ -665,6 +665,7 @@ def _rbac_binding(pod: Mapping[str, Any], ctx: BehaviourContext) -> tuple[str, b
     namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
     sa = str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
     token = _has_token(spec, sa, namespace, ctx)
+    missing: str | None = None
     for b in ctx.bindings:
         kind = b.get("kind")
         bmeta = b.get("metadata") or {}
@@ -683,13 +684,18 @@ def _rbac_binding(pod: Mapping[str, Any], ctx: BehaviourContext) -> tuple[str, b
             if _grants_nothing(role, bns, ctx):
                 continue
             bound = f"ServiceAccount {sa} is bound to {role.get('kind', 'Role')} {role.get('name', '?')} by {kind} {bmeta.get('name', '?')}"
+            if role.get("kind") == "Role" and _bound_role(role, bns, ctx) is None:
+                # kubernetes plugin/pkg/auth/authorizer/rbac/rbac.go: a binding's roleRef is
+                # resolved at each request, and a Role that does not exist grants no rule
+                missing = missing or f"{bound}, a Role neither the release nor the profile holds (taken as absent: it grants nothing): not a need"
+                continue
             only = _grants_no_call_at_start(role, bns, ctx)
             if only:
                 return f"{bound}, which grants only {only}: not a need", False
             if not token:
                 return f"{bound}, but the pod mounts no token of it (automountServiceAccountToken: false): not a need", False
             return f"talks to the API server: {bound}", True
-    return None
+    return (missing, False) if missing else None
 
 
 def _has_token(spec: Mapping[str, Any], sa: str, namespace: str, ctx: BehaviourContext) -> bool:
