@@ -56,3 +56,16 @@ def test_a_service_target_port_of_digits_is_refused() -> None:
     assert err.value.message == (
         'Service "tp-str" is invalid: spec.ports[0].targetPort: Invalid value: "8080": must contain at least one letter (a-z)'
     )
+
+
+def test_check_points_at_the_refused_object_and_says_how_to_write_the_port() -> None:
+    """HS100 named Chart.yaml:1 for the install Helm's apply error failed (bitnami odoo's quoted
+    policy port)."""
+    from realcharts_helpers import check_chart
+
+    report = check_chart("string-port", "cilium-always", release_name="r")
+    (finding,) = [f for f in report.findings if f.rule == "HS100"]
+    assert finding.location.file.endswith("templates/np.yaml") and finding.location.line == 2
+    assert [x.summary for x in finding.fixes] == [
+        "write the port of NetworkPolicy/default/app as a number: quoted, it is a port name, which needs a letter"
+    ]

@@ -39,6 +39,10 @@ from helmsim.kube.served import removal
 
 DEFAULT_PROGRESS_DEADLINE = 600  # kubernetes pkg/apis/apps/v1/defaults.go SetDefaults_Deployment
 _NAMED_OBJECT = re.compile(r"\[?([A-Z][A-Za-z]+/[^\s,\]]+(?:/[^\s,\]]+)?) status:")
+# helm/helm pkg/kube/client.go: "… failed for object <ns>/<name> <group/version>, Kind=<Kind>"
+# (server-side apply), and the API server's StatusError "<Kind>.<group> \"<name>\" is invalid"
+_APPLY_OBJECT = re.compile(r"failed for object (?:(?P<ns>[^/\s]+)/)?(?P<name>[^\s/]+) [^\s]+, Kind=(?P<kind>[A-Za-z]+)")
+_INVALID_OBJECT = re.compile(r"\b(?P<kind>[A-Z][A-Za-z]+)(?:\.[a-z0-9.-]+)? \"(?P<name>[^\"]+)\" is invalid")
 _TIMEOUT_OBJECTS = re.compile(r"timeout waiting for: \[(?P<objs>[^\]]*)\]")
 
 
@@ -57,8 +61,18 @@ def release_not_ready(run: ProfileRun) -> list[Candidate]:
         msg = f"HelmRelease {hr_ref} ends {o.outcome}: {o.message}"
         # point at the first release object Helm's error names, else at the HelmRelease
         named = [m.group(1) for m in _NAMED_OBJECT.finditer(o.message)]
+        named += [
+            f"{m.group('kind')}/{m.group('ns')}/{m.group('name')}" if m.group("ns") else f"{m.group('kind')}/{m.group('name')}"
+            for m in _APPLY_OBJECT.finditer(o.message)
+        ]
+        named += [f"{m.group('kind')}/{o.namespace}/{m.group('name')}" for m in _INVALID_OBJECT.finditer(o.message)]
         obj = next((n for n in named if run.resource(n) is not None), f"HelmRelease/{hr_ref}")
-        out.append(Candidate("HS100", hr_ref, obj, Severity.error, msg, chain, [], run.variant))
+        fix_list = []
+        if "must contain at least one letter (a-z)" in o.message:
+            # k8s.io/apimachinery pkg/util/validation/validation.go IsValidPortName: a port given
+            # as a string is a port name (bitnami's discourse and odoo quote their policy ports)
+            fix_list.append(Fix(f"write the port of {obj} as a number: quoted, it is a port name, which needs a letter"))
+        out.append(Candidate("HS100", hr_ref, obj, Severity.error, msg, chain, fix_list, run.variant))
     return out
 
 
