@@ -108,8 +108,12 @@ def failing_hook_fails_release(run: ProfileRun) -> list[Candidate]:
         if not ready:
             chain.extend(run.failure_tail(hr_ref, after=ev.time))
         post = event.startswith("post-")
+        # helm/helm pkg/action/hooks.go execHook: the hook's wait ends in its timeout when the
+        # Job is still running (kstatus InProgress), not only when it failed
+        timed_out = ev.message.startswith("timeout waiting for")
+        verb = "does not complete within the release timeout (it is still running: Helm's wait on it times out)" if timed_out else "fails"
         msg = (
-            f"{ev.obj} ({event} hook) fails and Helm marks the release failed"
+            f"{ev.obj} ({event} hook) {verb} and Helm marks the release failed"
             + (
                 ": a post-* hook runs after the manifest is applied and waited for, and still fails the revision"
                 if post
