@@ -137,6 +137,8 @@ def is_secret_key(key: str) -> bool:
 # ${TOKEN:-}, $(< "$FILE"), $PASSWORD) that a script or the kubelet fills in at run time.
 _PATH = re.compile(r"/[\w.@+-]+(?:/[\w.@+-]+)+/?")
 _EXPANSION = re.compile(r"\$(?:[({]|[A-Za-z_])")
+# ${VAR:-default}, ${VAR=default}, …: the default is a literal (it may be the secret itself)
+_DEFAULTED = re.compile(r"\$\{[^}]*?[-=?+][^}]*\}")
 
 
 def is_pointer(value: str) -> bool:
@@ -291,6 +293,8 @@ def _pair(text: str, m: re.Match[str]) -> tuple[str, int] | None:
         return None
     if not open_q and (body.lower() in _NOT_SECRET_WORDS or is_pointer(body)):
         return None  # a boolean (automountServiceAccountToken: true), a path, $(VAR)
+    if open_q and is_pointer(body) and not _DEFAULTED.search(body):
+        return None  # "$(< "$PASSWORD_FILE")", "${PASSWORD}": the shell reads it from elsewhere
     first = body.split(None, 1)[0].lower()
     if first in _SCHEMES and (body.lower() == first or TOKEN.search(body)):
         return None  # "Authorization: Bearer <redacted …>": the scheme rules did it

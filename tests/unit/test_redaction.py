@@ -122,6 +122,8 @@ SCRUBBED = [
     ("secrets:\n  token: |\n    line-one\n    line-two\n  after: ok\n", "line-two", "  after: ok\n"),
     ('"{\\"password\\":\\"hunter2\\"}"', "hunter2", '\\"password\\":\\"'),
     ("bad --set 'db.password={hunter2': list must terminate", "hunter2", "bad --set 'db.password="),
+    # a quoted expansion with a default: the default is a literal that may be the secret
+    ('export PASSWORD="${DB_PASSWORD:-hunter2}"', "hunter2", "export PASSWORD="),
 ]
 
 
@@ -145,6 +147,11 @@ def test_secret_like_values_are_hashed_in_place(text: str, secret: str, kept: st
         "automountServiceAccountToken: true",
         "--validating-webhook-key=/usr/local/certificates/key",
         "--password=$(DB_PASSWORD)",
+        # bitnami/charts bitnami/seaweedfs templates/_helpers.tpl, bitnami/solr statefulset.yaml:
+        # the shell reads the password from a mounted file; hashing half of it broke the quoting
+        'export DATABASE_PASSWORD="$(< "${DATABASE_PASSWORD_FILE}")"',
+        'export SOLR_ADMIN_PASSWORD="$(< $SOLR_ADMIN_PASSWORD_FILE)"',
+        'password: "${DB_PASSWORD}"',
         "ssh://git@github.com/org/repo",
         "https://example.com/path?x=1",
         "couldn't find key password in Secret default/db",
