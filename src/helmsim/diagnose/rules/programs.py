@@ -193,6 +193,12 @@ def _still_waiting(run: ProfileRun) -> list[TraceEvent]:
     return out
 
 
+def _recovered(run: ProfileRun, ev: TraceEvent) -> bool:
+    """Whether the container whose need failed at ``ev`` was Ready later in the same pod."""
+    ready = f"container {ev.data.get('container')} ready"
+    return any(e.time > ev.time and e.message == ready for e in run.events(what="status", obj=ev.obj))
+
+
 @rule(
     "HS116",
     "program-need-unmet",
@@ -218,6 +224,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
         if owner is None or located is None:
             continue
         kind = "peer" if unresolved else "peer-not-ready" if refused else _check_kind(need)
+        if kind in ("peer", "peer-not-ready") and _recovered(run, ev):
+            continue  # a later run of it got through: its peer came up, slower is no failure
         # one finding per workload and check: each pod of a StatefulSet may check its own object
         key = (owner, f"{ev.data.get('container')}:{kind}:{ev.data.get('entry') or need}")
         if key in out:
