@@ -13,6 +13,13 @@ HS110 progress-deadline-exceeds-timeout
     pkg/apis/apps/v1/defaults.go) is longer than the release timeout, so a stuck rollout ends
     in "timeout waiting for" instead of kstatus reading ProgressDeadlineExceeded as Failed
     (kubernetes-sigs/cli-utils pkg/kstatus/status/core.go deploymentConditions).
+HS122 probe-delay-exceeds-timeout
+    A container of a workload Helm waits for cannot be Ready before the release timeout: its
+    startupProbe's (or readinessProbe's) ``initialDelaySeconds`` is at least the timeout, and the
+    kubelet runs no readiness probe before the startup probe has passed (kubernetes
+    pkg/kubelet/prober/worker.go: no probe before initialDelaySeconds; prober_manager.go: the
+    readiness worker waits for the startup probe). bitnami odoo's ``startupProbe.enabled`` waits
+    300 s, the default timeout.
 HS111 custom-resource-without-crd
     A custom resource whose CRD is neither in the release (crds/ or templates) nor served by the
     cluster profile: the API server has no mapping, Helm fails with 'no matches for kind'
@@ -29,6 +36,7 @@ HS118 release-record-too-large
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
@@ -36,6 +44,7 @@ from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
 from helmsim.kube.served import removal
+from helmsim.kube.workloads import pod_template
 
 DEFAULT_PROGRESS_DEADLINE = 600  # kubernetes pkg/apis/apps/v1/defaults.go SetDefaults_Deployment
 _NAMED_OBJECT = re.compile(r"\[?([A-Z][A-Za-z]+/[^\s,\]]+(?:/[^\s,\]]+)?) status:")
@@ -276,6 +285,75 @@ def progress_deadline_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
                     "HS110", hr_ref, res.ref, Severity.error, msg, chain, fix_list, run.variant
                 )
             )
+    return out
+
+
+def _earliest_ready(container: dict[str, Any]) -> tuple[int, str] | None:
+    """The first second after the container starts at which it can be Ready, and which probe
+    sets it; None without a probe delaying it."""
+    delays: list[tuple[int, str]] = []
+    for name in ("startupProbe", "readinessProbe"):
+        probe = container.get(name)
+        if isinstance(probe, dict):
+            delay = probe.get("initialDelaySeconds")
+            if isinstance(delay, int) and not isinstance(delay, bool) and delay > 0:
+                delays.append((delay, name))
+    return max(delays) if delays else None
+
+
+@rule(
+    "HS122",
+    "probe-delay-exceeds-timeout",
+    "A container cannot be Ready before the release timeout: its probe's initial delay is longer",
+)
+def probe_delay_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    for hr_ref, chart in run.charts.items():
+        hr = run.input(hr_ref).hr
+        attempt = run.first_failed_attempt(hr_ref)
+        if attempt is None:
+            continue
+        m = _TIMEOUT_OBJECTS.search(str(attempt[1].data.get("error") or ""))
+        if not m:
+            continue
+        action = str(run.trace[attempt[0].id].data.get("action") or "install")
+        timeout = hr.timeout_for(action if action in ("install", "upgrade") else "install")
+        for res in chart.manifest:
+            tpl = pod_template(res.body) if res.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet") else None
+            if tpl is None or f"{res.kind}/{res.namespace}/{res.name}" not in m["objs"]:
+                continue
+            containers = [c for c in (tpl.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
+            found = [(e, str(c.get("name"))) for c in containers if (e := _earliest_ready(c)) is not None and e[0] >= timeout]
+            if not found:
+                continue
+            (delay, probe), container = max(found)
+            why = (
+                "; the kubelet runs no readiness probe before the startup probe has passed"
+                if probe == "startupProbe"
+                else ""
+            )
+            msg = (
+                f"{res.ref}'s container {container} cannot be Ready sooner than {delay}s after it starts "
+                f"({probe}.initialDelaySeconds {delay}{why}), and the release timeout is {timeout:g}s: Helm's wait "
+                f"always times out; the release ends {run.outcome(hr_ref).outcome}"
+            )
+            chain: list[Step] = []
+            created = run.created_by_helm(res.ref)
+            if created is not None:
+                chain.append(step(created, f"created by Helm ({container}: {probe}.initialDelaySeconds {delay})"))
+            chain.extend(run.failure_tail(hr_ref))
+            new_timeout = delay + 120
+            fix_list = [
+                Fix(
+                    f"raise the HelmRelease timeout above the probe's delay (spec.timeout: {new_timeout}s)",
+                    fixes.key("timeout", hr_ref, new_timeout),
+                ),
+                Fix(
+                    f"or lower {probe}.initialDelaySeconds and bound the start-up with failureThreshold × periodSeconds "
+                    "instead: the probe then passes as soon as the program serves"
+                ),
+            ]
+            out.append(Candidate("HS122", hr_ref, res.ref, Severity.error, msg, chain, fix_list, run.variant))
     return out
 
 
