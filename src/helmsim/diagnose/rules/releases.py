@@ -232,6 +232,19 @@ def blocking_roots(run: ProfileRun, hr_ref: str) -> tuple[str, ...]:
     return tuple(sorted(roots))
 
 
+def _timed_out(run: ProfileRun, hr_ref: str) -> tuple[str, float] | None:
+    """The objects Helm's wait timed out on in the release's first failed attempt (its
+    "timeout waiting for: [...]" list) and that action's timeout, or None."""
+    attempt = run.first_failed_attempt(hr_ref)
+    if attempt is None:
+        return None
+    m = _TIMEOUT_OBJECTS.search(str(attempt[1].data.get("error") or ""))
+    if not m:
+        return None
+    action = str(run.trace[attempt[0].id].data.get("action") or "install")
+    return m["objs"], run.input(hr_ref).hr.timeout_for(action if action in ("install", "upgrade") else "install")
+
+
 @rule(
     "HS110",
     "progress-deadline-exceeds-timeout",
@@ -240,19 +253,14 @@ def blocking_roots(run: ProfileRun, hr_ref: str) -> tuple[str, ...]:
 def progress_deadline_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
     for hr_ref, chart in run.charts.items():
-        hr = run.input(hr_ref).hr
-        attempt = run.first_failed_attempt(hr_ref)
-        if attempt is None:
+        timed_out = _timed_out(run, hr_ref)
+        if timed_out is None:
             continue
-        m = _TIMEOUT_OBJECTS.search(str(attempt[1].data.get("error") or ""))
-        if not m:
-            continue
-        action = str(run.trace[attempt[0].id].data.get("action") or "install")
-        timeout = hr.timeout_for(action if action in ("install", "upgrade") else "install")
+        objs, timeout = timed_out
         for res in chart.manifest:
             if (
                 res.kind != "Deployment"
-                or f"Deployment/{res.namespace}/{res.name}" not in m["objs"]
+                or f"Deployment/{res.namespace}/{res.name}" not in objs
             ):
                 continue
             given = (res.body.get("spec") or {}).get("progressDeadlineSeconds")
@@ -309,18 +317,13 @@ def _earliest_ready(container: dict[str, Any]) -> tuple[int, str] | None:
 def probe_delay_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
     for hr_ref, chart in run.charts.items():
-        hr = run.input(hr_ref).hr
-        attempt = run.first_failed_attempt(hr_ref)
-        if attempt is None:
+        timed_out = _timed_out(run, hr_ref)
+        if timed_out is None:
             continue
-        m = _TIMEOUT_OBJECTS.search(str(attempt[1].data.get("error") or ""))
-        if not m:
-            continue
-        action = str(run.trace[attempt[0].id].data.get("action") or "install")
-        timeout = hr.timeout_for(action if action in ("install", "upgrade") else "install")
+        objs, timeout = timed_out
         for res in chart.manifest:
             tpl = pod_template(res.body) if res.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet") else None
-            if tpl is None or f"{res.kind}/{res.namespace}/{res.name}" not in m["objs"]:
+            if tpl is None or f"{res.kind}/{res.namespace}/{res.name}" not in objs:
                 continue
             containers = [c for c in (tpl.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
             found = [(e, str(c.get("name"))) for c in containers if (e := _earliest_ready(c)) is not None and e[0] >= timeout]
