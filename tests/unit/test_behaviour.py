@@ -641,7 +641,50 @@ def test_bitnami_retry_while_waits_then_exits_1(script: str, env: dict[str, str]
     ],
 )
 def test_retry_while_without_a_readable_peer_is_no_wait_loop(script: str) -> None:
-    assert parse_wait_loop(script, NS, env={}) == (None, "")
+    # no loop is guessed, and the reason is given, for the image's note
+    fn = "check_missing" if "check_missing" in script else script.split('retry_while "', 1)[1].split('"', 1)[0]
+    assert parse_wait_loop(script, NS, env={}) == (
+        None,
+        f"runs retry_while {fn}, whose peer could not be read from the script: not modelled",
+    )
+
+
+# bitnami/charts bitnami/milvus templates/_helpers.tpl milvus.waitForETCDInitContainer (abridged)
+_MILVUS = """retry_while() {
+  local -r cmd="${1:?cmd is missing}"
+  read -r -a command <<< "$cmd"
+  for ((i = 1 ; i <= retries ; i+=1 )); do
+      "${command[@]}" && return_value=0 && break
+  done
+}
+etcd_hosts=(
+  "http://milvus-etcd:2379"
+)
+check_etcd() {
+    local -r etcd_host="${1:-?missing etcd}"
+    local params_cert=""
+    if echo $etcd_host | grep https; then
+       params_cert="--cacert /c/ca.crt"
+    fi
+    if curl --max-time 5 "${etcd_host}/version" $params_cert | grep etcdcluster; then
+       return 0
+    else
+       return 1
+    fi
+}
+for host in "${etcd_hosts[@]}"; do
+    if retry_while "check_etcd $host"; then
+        echo "Connected to $host"
+    fi
+done
+"""
+
+
+def test_retry_while_reads_a_peer_of_a_looped_array() -> None:
+    got, sentence = parse_wait_loop(_MILVUS, NS, services={(NS, "milvus-etcd")}, env={})
+    assert got is not None and str(got.target) == f"svc/{NS}/milvus-etcd:2379" and got.also == ()
+    assert got.probe_timeout == 5.0  # curl --max-time 5
+    assert sentence.startswith(f"waits for svc/{NS}/milvus-etcd:2379 (retry_while check_etcd: polls `curl --max-time 5")
 
 
 # bitnami/charts bitnami/mlflow templates/_helpers.tpl mlflow.v0.waitForServiceInitContainer

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 from msgspec import Struct
 from msgspec.structs import replace
 
+from helmsim.cluster import shellscript
 from helmsim.cluster.latency import parse_duration
 from helmsim.errors import InputError
 from helmsim.kube import addresses
@@ -206,6 +207,9 @@ class WaitLoop(Struct, frozen=True):
     (wait-for-port validates its host before polling)."""
     gave_up: str = ""
     """The program's words when ``bound`` expires (logged as a container log line)."""
+    also: tuple[Need, ...] = ()
+    """Further targets, waited for in turn once ``target`` answers, each with a fresh ``bound``
+    (``for host in "${hosts[@]}"; do retry_while "check $host"``)."""
 
 
 CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state", "env"]
@@ -1328,7 +1332,8 @@ def parse_wait_loop(
     Bitnami's ``retry_while "check_…"`` over a function that probes one peer (:func:`_retry_while`;
     ``env``: the container's literal environment, for the ``$VAR`` the probe names).
 
-    Returns the loop and a sentence describing it, or ``(None, "")``.
+    Returns the loop and a sentence describing it, ``(None, sentence)`` when the script is a wait
+    loop whose peer cannot be read, or ``(None, "")``.
     """
     m = _LOOP.search(script)
     if m is None:
@@ -1360,7 +1365,6 @@ _RETRY_WHILE = re.compile(
     r"(?:\s+(?P<retries>[0-9]+))?(?:\s+(?P<sleep>[0-9]+))?"
 )
 _POSITIONAL = re.compile(r"\$\{(?P<a>[1-9])(?::?[-=?][^}]*)?\}|\$(?P<b>[1-9])")
-_ASSIGNMENT = re.compile(r"^\s*(?:local\s+(?:-\w+\s+)*)?(?P<name>[A-Za-z_]\w*)=(?P<value>\"[^\"]*\"|'[^']*'|\S+)\s*$", re.M)
 # bitnami/containers bitnami/os-shell rootfs/opt/bitnami/scripts/libos.sh retry_while: 12 tries,
 # 5 s apart (a sleep after the last too), returns 1 when none succeeded.
 RETRY_WHILE_RETRIES = 12
@@ -1371,7 +1375,7 @@ _REMOTE_EXECUTE = re.compile(
     r"\b(?:postgresql|mysql|mariadb)_remote_execute(?:_print_output)?\s+(?P<host>\"[^\"]+\"|'[^']+'|\S+)\s+(?P<port>\"[^\"]+\"|'[^']+'|\S+)"
 )
 _ERROR_LINE = re.compile(r"\berror\s+(?P<q>[\"'])(?P<text>[^\"']+)(?P=q)")
-_SHELL_VAR = re.compile(r"\$\{(?P<a>[A-Za-z_]\w*)\}|\$(?P<b>[A-Za-z_]\w*)")
+_EMPTY_ARRAY = re.compile(r"^[\"']?\$\{[A-Za-z_]\w*\[[@*]\]\}[\"']?$")  # "${opts[@]}": options, not a peer
 
 
 def _retry_while(
@@ -1382,47 +1386,80 @@ def _retry_while(
     charts write wait-for-db init containers (bitnami/charts bitnami/superset templates/_helpers.tpl
     superset.initContainers.waitForDB, waitForRedis; bitnami/argo-cd templates/server/deployment.yaml).
     It ends with exit 1 once every try has failed: bounded at tries × sleep, the time it takes
-    when each try fails at once (a dropped SYN would make each try longer)."""
+    when each try fails at once (a dropped SYN would make each try longer). Under
+    ``for host in "${hosts[@]}"; do retry_while "check_x $host"`` each value is waited for in turn
+    (bitnami/charts bitnami/apisix templates/_helpers.tpl apisix.waitForETCDInitContainer).
+
+    Returns ``(None, sentence)`` when the script calls retry_while but its peer cannot be read."""
     m = _RETRY_WHILE.search(script)
     if m is None:
         return None, ""
-    body = re.search(rf"\b{re.escape(m.group('fn'))}\s*\(\)\s*\{{(?P<body>.*?)\n\s*\}}", script, re.DOTALL)
+    fn = m.group("fn")
+    body = re.search(rf"\b{re.escape(fn)}\s*\(\)\s*\{{(?P<body>.*?)\n\s*\}}", script, re.DOTALL)
+    unread = f"runs retry_while {fn}, whose peer could not be read from the script: not modelled"
     if body is None:
-        return None, ""
+        return None, unread
+    scope = shellscript.assignments(shellscript.top_level(script), env)
+    loop = shellscript.loop_values(script, m.start(), scope)
+    runs = [scope] if loop is None else [{**scope, loop[0]: value} for value in loop[1]]
+    found = [_retry_probe(m.group("args"), body.group("body"), run, namespace, domain, services) for run in runs]
+    if not found or any(f is None for f in found):
+        return None, unread
+    probes = [f for f in found if f is not None]
+    target, probe_timeout, what = probes[0]
+    targets = list(dict.fromkeys(p[0] for p in probes))
+    retries = int(m.group("retries") or RETRY_WHILE_RETRIES)
+    sleep = float(m.group("sleep") or RETRY_WHILE_SLEEP)
+    said = _ERROR_LINE.search(script[m.end():])
+    bound = retries * sleep
+    each = f"each of {', '.join(map(str, targets))} in turn" if len(targets) > 1 else str(target)
+    return (
+        WaitLoop(
+            target, sleep, probe_timeout, bound, exit_code=1, gave_up=said.group("text") if said else "",
+            also=tuple(targets[1:]),
+        ),
+        f"waits for {each} (retry_while {fn}: {what}, {retries} tries {sleep:g} s apart, "
+        f"then exit 1 after {bound:g} s)",
+    )
 
+
+def _retry_probe(
+    call_args: str,
+    body: str,
+    scope: Mapping[str, str],
+    namespace: str,
+    domain: str,
+    services: Container[tuple[str, str]],
+) -> tuple[Need, float, str] | None:
+    """The peer the function ``body`` probes when called with ``call_args`` under ``scope``."""
     # `retry_while "check_host db 5432"`: the function's positional arguments, and the locals
     # it assigns from them (bitnami/charts bitnami/mlflow templates/_helpers.tpl check_host)
     try:
-        args = shlex.split(m.group("args"))
+        args = [shellscript.expand(a, scope) for a in shlex.split(call_args)]
     except ValueError:
-        args = m.group("args").split()
+        args = call_args.split()
     text = _POSITIONAL.sub(
         lambda v: args[int(v.group("a") or v.group("b")) - 1] if int(v.group("a") or v.group("b")) <= len(args) else v.group(0),
-        body.group("body"),
+        body,
     )
-    scope = dict(env)
+    local = shellscript.assignments(text, scope)
 
     def expand(text: str) -> str:
-        return _SHELL_VAR.sub(lambda v: scope.get(v.group("a") or v.group("b"), v.group(0)), text).strip("\"'")
+        return shellscript.expand(text, local)
 
-    for assign in _ASSIGNMENT.finditer(text):
-        scope[assign.group("name")] = expand(assign.group("value"))
-    found: tuple[Need, float, str] | None = None
     remote = _REMOTE_EXECUTE.search(text)
     if remote is not None:
         host, port = expand(remote.group("host")), expand(remote.group("port"))
         if port.isdigit() and "$" not in host:
-            found = _host_need(host, int(port), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, f"`{remote.group(0)}`"
+            return _host_need(host, int(port), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, f"`{remote.group(0)}`"
     for line in text.splitlines():
-        if found is not None:
-            break
         line = line.strip()
         if re.search(r"\bwait-for-port\b", line):
             from helmsim.cluster.programs import parse_wait_for_port
 
             port_wait = parse_wait_for_port(expand(line), namespace, domain, services)
             if isinstance(port_wait, tuple):
-                found = port_wait[0], port_wait[1], "`wait-for-port`"  # its --timeout bounds each try
+                return port_wait[0], port_wait[1], "`wait-for-port`"  # its --timeout bounds each try
             continue
         cli = re.search(r"\bredis-cli\b(?P<args>[^)\n]*)", line)
         if cli is not None:
@@ -1430,21 +1467,14 @@ def _retry_while(
             host = next((tokens[i + 1] for i, tok in enumerate(tokens[:-1]) if tok == "-h"), "127.0.0.1")
             port_text = next((tokens[i + 1] for i, tok in enumerate(tokens[:-1]) if tok == "-p"), "6379")
             if port_text.isdigit() and "$" not in host:
-                found = _host_need(host, int(port_text), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, "`redis-cli … PING`"
+                return _host_need(host, int(port_text), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, "`redis-cli … PING`"
             continue
-        found = _probe_target(" ".join(expand(w) for w in line.split()), namespace, domain, services) if line else None
-    if found is None:
-        return None, ""
-    target, probe_timeout, what = found
-    retries = int(m.group("retries") or RETRY_WHILE_RETRIES)
-    sleep = float(m.group("sleep") or RETRY_WHILE_SLEEP)
-    said = _ERROR_LINE.search(script[m.end():])
-    bound = retries * sleep
-    return (
-        WaitLoop(target, sleep, probe_timeout, bound, exit_code=1, gave_up=said.group("text") if said else ""),
-        f"waits for {target} (retry_while {m.group('fn')}: {what}, {retries} tries {sleep:g} s apart, "
-        f"then exit 1 after {bound:g} s)",
-    )
+        for command in shellscript.commands(line):
+            words = [expand(w) for w in command.split() if not _EMPTY_ARRAY.match(w)]
+            probe = _probe_target(" ".join(words), namespace, domain, services)
+            if probe is not None:
+                return probe
+    return None
 
 
 def _flag_value(tokens: Sequence[str], *flags: str) -> float | None:
@@ -1552,7 +1582,7 @@ def fetches(
     ``env``, as the shell expands them; a URL whose host or port is still a variable is not read."""
     out: list[tuple[Need, str]] = []
     values = env or {}
-    script = _SHELL_VAR.sub(lambda v: values.get(v.group("a") or v.group("b"), v.group(0)), script)
+    script = shellscript.SHELL_VAR.sub(lambda v: values.get(v.group("a") or v.group("b"), v.group(0)), script)
     for statement in _STATEMENT.split(_LOOP.sub(" ", script)):
         try:
             tokens = shlex.split(statement)

@@ -769,10 +769,10 @@ def _wait_for_port(
 
 def _shell_wait(
     view: ContainerView, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
-) -> Program | None:
+) -> Program | str | None:
     wait, sentence = parse_wait_loop(view.script, namespace, domain, services, view.env)
     if wait is None:
-        return None
+        return sentence or None
     return Program(entry="", replaces_inference=False, wait=wait, notes=(sentence,))
 
 

@@ -21,9 +21,9 @@ import re
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from helmsim.cluster.behaviour import CYCLE_NOTE, Check, ContainerModel, ProbeGate
+from helmsim.cluster.behaviour import CYCLE_NOTE, Check, ContainerModel, Need, ProbeGate
 from helmsim.cluster.selectors import matches_map
-from helmsim.cluster.store import ApiError, ApiUnreachable
+from helmsim.cluster.store import ApiError, ApiUnreachable, controller_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.controllers.kubelet import PodRuntime
@@ -421,37 +421,48 @@ def _apply(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generator
 
 
 def wait_loop(rt: PodRuntime, model: ContainerModel, cause: int) -> Generator[Any, Any, int]:
-    """Poll the wait loop's target until it answers or its bound expires."""
+    """Poll the wait loop's targets in turn until each answers or a bound expires."""
+    assert model.wait is not None
+    last = cause
+    for target in (model.wait.target, *model.wait.also):
+        code, last = yield from _wait_for(rt, model, target, last)
+        if code != 0:
+            return code
+    return 0
+
+
+def _wait_for(rt: PodRuntime, model: ContainerModel, target: Need, cause: int) -> Generator[Any, Any, tuple[int, int]]:
+    """Poll one target until it answers (0) or the loop's bound expires (its exit code)."""
     assert model.wait is not None
     sim = rt.sim
     wait = model.wait
     start = sim.now
     end = start + wait.bound if wait.bound is not None else None
-    last: int | None = cause
+    last: int = cause
     logged = False
     first = True
-    rt.activity[model.name] = f"waiting for {wait.target}"
+    rt.activity[model.name] = f"waiting for {target}"
     while True:
         limit = wait.probe_timeout if end is None else min(wait.probe_timeout, end - sim.now)
-        res = yield from rt.k.net.connect(rt.key, wait.target, limit, cause=last, container=model.name)
+        res = yield from rt.k.net.connect(rt.key, target, limit, cause=last, container=model.name)
         if res.ok:
-            rt.log(
+            event = rt.log(
                 "container-log",
-                f"{model.name}: {wait.target} reachable after {sim.now - start:g} s",
+                f"{model.name}: {target} reachable after {sim.now - start:g} s",
                 res.event,
                 container=model.name,
             )
-            return 0
-        last = res.event
-        if first and wait.resolve_once and wait.target.is_name and "lookup" in res.error:
+            return 0, event
+        last = res.event if res.event is not None else last
+        if first and wait.resolve_once and target.is_name and "lookup" in res.error:
             # bitnami/wait-for-port cmd.go validateHost: a host that does not resolve ends it.
-            line = f"cannot resolve host {wait.target.host.split('/')[-1]!r}: {res.error}"
-            return _give_up(rt, model, str(wait.target), res.error, 1, line, last)
+            line = f"cannot resolve host {target.host.split('/')[-1]!r}: {res.error}"
+            return _give_up(rt, model, str(target), res.error, 1, line, last), last
         first = False
         if not logged:
             rt.log(
                 "container-log",
-                f"{model.name}: waiting for {wait.target}: {res.error}",
+                f"{model.name}: waiting for {target}: {res.error}",
                 res.event,
                 container=model.name,
                 line=res.error,
@@ -460,24 +471,26 @@ def wait_loop(rt: PodRuntime, model: ContainerModel, cause: int) -> Generator[An
         if end is not None and sim.now + wait.interval >= end:
             if end > sim.now:
                 yield sim.sleep(end - sim.now)
-            text = wait.gave_up or f"gave up waiting for {wait.target} after {wait.bound:g} s"
-            return _give_up(rt, model, str(wait.target), res.error, wait.exit_code, text, last)
+            text = wait.gave_up or f"gave up waiting for {target} after {wait.bound:g} s"
+            return _give_up(rt, model, str(target), res.error, wait.exit_code, text, last), last
         yield sim.sleep(wait.interval)
 
 
 # --- assumptions -----------------------------------------------------------------------------------
 
 ASSUMED = "no behaviour known for image {image}: assumed to start and succeed"
+NOT_MODELLED = ": not modelled"
+"""How a catalog entry that matched a container but could not read its program ends its note."""
 
 
 def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
-    """Say once per image (per simulation) that nothing describes what it does."""
+    """Say once (per simulation) for each image and assumption that nothing describes what it
+    does; a second assumption about the same image names the workload it is about."""
     assert rt.model is not None
-    seen: set[str] = rt.k.assumed_images
+    seen = rt.k.assumed_images
     for model in rt.model.containers.values():
-        if model.known or not model.image or model.image in seen:
+        if model.known or not model.image:
             continue
-        seen.add(model.image)
         text = ASSUMED.format(image=model.image)
         peers = [str(n) for n in model.needs if n.kind not in ("dns", "kube-apiserver")]
         if peers:
@@ -491,7 +504,30 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
             )
         if model.run_seconds is None:
             text += " (it runs until stopped)"
+        unread = [n for n in model.notes if n.endswith(NOT_MODELLED)]
+        if unread:
+            text += f"; it {'; '.join(unread)}"
+        # what would change a verdict keys the note; whether it runs until stopped is the
+        # workload's kind (a Job's pod and a Deployment's of one image), said the first time only
+        said = seen.setdefault(model.image, set())
+        key = text.replace(" (it runs until stopped)", "")
+        if key in said:
+            continue
+        said.add(key)
+        if len(said) > 1:
+            text += f" (container {model.name} of {_workload(rt)})"
         rt.log("behaviour-assumed", text, cause, container=model.name, image=model.image)
+
+
+def _workload(rt: PodRuntime) -> str:
+    """The pod's topmost controller as ``Kind/namespace/name`` (a ReplicaSet's Deployment)."""
+    ns, kind, name = rt.key[0], "Pod", rt.key[1]
+    for _ in range(3):  # Pod → ReplicaSet → Deployment, with room to spare
+        owner = controller_of(rt.sim.store.get(kind, ns, name))
+        if owner is None:
+            break
+        kind, name = owner
+    return f"{kind}/{ns}/{name}"
 
 
 def _assume_outside(rt: PodRuntime, target: str, container: str, cause: int | None) -> None:

@@ -625,3 +625,11 @@ def owner_reference(owner: Mapping[str, Any], *, controller: bool = True) -> dic
         "controller": controller,
         "blockOwnerDeletion": True,
     }
+
+
+def controller_of(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """``(kind, name)`` of the ownerReference with ``controller: true`` (apimachinery
+    pkg/apis/meta/v1/controller_ref.go GetControllerOf), or None."""
+    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences") or ()
+    owner = next((r for r in refs if isinstance(r, Mapping) and r.get("controller")), None)
+    return None if owner is None else (str(owner.get("kind") or ""), str(owner.get("name") or ""))

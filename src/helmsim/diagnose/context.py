@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.profile import ClusterProfile
+from helmsim.cluster.store import controller_of
 from helmsim.cluster.trace import Trace, TraceEvent
 from helmsim.diagnose.model import Location, Step, step
 from helmsim.helm.actions import ChartRelease
@@ -187,12 +188,10 @@ class ProfileRun:
         for _ in range(4):  # Pod → ReplicaSet → Deployment at most, with room to spare
             if self.resource(f"{kind}/{ns}/{name}") is not None:
                 return f"{kind}/{ns}/{name}"
-            live = sim.store.get(kind, ns or None, name) if sim is not None else None
-            refs = ((live or {}).get("metadata") or {}).get("ownerReferences") or ()
-            owner = next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
+            owner = controller_of(sim.store.get(kind, ns or None, name) if sim is not None else None)
             if owner is None:
                 return None
-            kind, name = str(owner.get("kind") or ""), str(owner.get("name") or "")
+            kind, name = owner
         return None
 
     def first_failed_attempt(self, hr_ref: str) -> tuple[TraceEvent, TraceEvent] | None:

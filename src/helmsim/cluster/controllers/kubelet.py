@@ -300,8 +300,8 @@ class Kubelet(Controller):
         self.contexts = BehaviourContexts(sim)
         self.images: dict[str, set[str]] = defaultdict(set)
         self._ips: dict[str, int] = {}
-        self.assumed_images: set[str] = set()
-        """Images whose behaviour the simulation assumed (said once each in the trace)."""
+        self.assumed_images: dict[str, set[str]] = {}
+        """Per image whose behaviour the simulation assumed, the notes said about it (each once)."""
         self.attachments = Attachments(sim)
         self.lost: set[str] = set()
         """Nodes whose machine is gone (:meth:`node_lost`): nothing runs or reports there."""

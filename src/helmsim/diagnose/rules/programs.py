@@ -137,6 +137,10 @@ _FIXES = {
         "(.helmsim.yaml catalog:, docs/behaviour.md); otherwise start it once {what} is ready (an init "
         "container that waits for it, or a HelmRelease this one dependsOn)"
     ),
+    "peer-not-ready-known": (
+        "make {what} ready before {container} gives up (when its own pods never get Ready, that is "
+        "the finding to fix first), or start it once {what} is ready (a HelmRelease this one dependsOn)"
+    ),
     "peer": (
         "make {what} exist before it runs (install what serves it first: a HelmRelease this one "
         "dependsOn, or a subchart), or point the container's configuration at a peer that exists"
@@ -193,6 +197,19 @@ def _still_waiting(run: ProfileRun) -> list[TraceEvent]:
     return out
 
 
+def _dropped_later(run: ProfileRun, ev: TraceEvent) -> bool:
+    """Whether a later run of the container whose connection was refused at ``ev`` had the same
+    need fail another way (dropped once the peer was ready): the refusal was not the cause."""
+    container, need = ev.data.get("container"), ev.data.get("need")
+    return any(
+        e.time > ev.time
+        and e.data.get("container") == container
+        and e.data.get("need") == need
+        and "connection refused" not in str(e.data.get("error") or "")
+        for e in run.events(what="need-failed", obj=ev.obj)
+    )
+
+
 def _recovered(run: ProfileRun, ev: TraceEvent) -> bool:
     """Whether the container whose need failed at ``ev`` was Ready later in the same pod."""
     ready = f"container {ev.data.get('container')} ready"
@@ -226,6 +243,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
         kind = "peer" if unresolved else "peer-not-ready" if refused else _check_kind(need)
         if kind in ("peer", "peer-not-ready") and _recovered(run, ev):
             continue  # a later run of it got through: its peer came up, slower is no failure
+        if kind == "peer-not-ready" and _dropped_later(run, ev):
+            continue  # its peer came up and a policy dropped it: HS113's finding, not this one
         # one finding per workload and check: each pod of a StatefulSet may check its own object
         key = (owner, f"{ev.data.get('container')}:{kind}:{ev.data.get('entry') or need}")
         if key in out:
@@ -280,7 +299,9 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             chain,
             [
                 Fix(
-                    _FIXES[kind].format(what=what, path=path, container=ev.data.get("container")),
+                    _FIXES[f"{kind}-known" if kind == "peer-not-ready" and entry else kind].format(
+                        what=what, path=path, container=ev.data.get("container")
+                    ),
                     fixes.key("no-wait", hr_ref) if kind == "state" else None,
                 )
             ],
