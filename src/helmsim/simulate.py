@@ -231,7 +231,7 @@ def _render(
             raise
         return _unrendered(hr, err, source.path)
     chart = f"{rel.chart_name}@{rel.chart_version}" if rel.from_chart else hr.chart_name
-    lookups = _lookup_notes(source.path, chart, rel.files, cluster is not None) if rel.from_chart else ()
+    lookups = _lookup_notes(source.path, chart, rel.files, cluster is not None, values) if rel.from_chart else ()
     key = (hr.model_dump_json(), rel.files, profile.kubernetes_version)
     parsed = _POST_RENDERED.get(key)
     if parsed is None:
@@ -283,20 +283,26 @@ def _record_size(
 
 
 def _lookup_notes(
-    chart_path: str, chart: str, files: Sequence[tuple[str, str]] | None, answered: bool = False
+    chart_path: str,
+    chart: str,
+    files: Sequence[tuple[str, str]] | None,
+    answered: bool = False,
+    values: Mapping[str, Any] | None = None,
 ) -> tuple[str, ...]:
     """The note that the chart calls ``lookup``, which helmsim answers as ``helm template`` does
     (helm/helm pkg/action/action.go renderResources: no cluster client without
     ``interactWithRemote``) while helm-controller's install and upgrade read the cluster;
     ``answered``: an upgrade's, answered from what the previous revision left.
     ``files`` are Helm's rendered files (None: which templates rendered is unknown); the same
-    chart and files are read once (a check renders a chart for several profiles)."""
-    key = (chart_path, chart, tuple(files) if files is not None else None, answered)
+    chart and files are read once (a check renders a chart for several profiles); ``values``, the
+    release's, are strings ``tpl`` may evaluate."""
+    given = tuple(lookup.template_strings(values or {}))
+    key = (chart_path, chart, tuple(files) if files is not None else None, answered, given)
     hit = _LOOKUPS.get(key)
     if hit is None:
         text = lookup.note(
             chart_path, chart, None if files is None else [p for p, _ in files],
-            tail=lookup.UPGRADE_TAIL if answered else lookup.TAIL,
+            tail=lookup.UPGRADE_TAIL if answered else lookup.TAIL, values={"given": list(given)},
         )
         hit = () if text is None else (text,)
         if len(_LOOKUPS) >= _POST_RENDERED_KEPT:
@@ -636,21 +642,27 @@ def _taken_over(sim: Simulation) -> list[str]:
 
 
 def _no_workload(rendered: Mapping[str, ChartRelease], outcomes: Mapping[str, str]) -> list[str]:
-    """A note for each Ready release whose chart rendered no workload and no custom resource an
+    """A note for each release whose chart rendered no workload and no custom resource an
     operator could run one for (bitnami mastodon and gitlab-runner without their required values
-    render none): its Ready says the objects were accepted, not that an application runs."""
+    render none): a Ready says the objects were accepted, not that an application runs; any
+    other outcome (kibana's claim nothing mounts) is not about an application either."""
     out: list[str] = []
     for ref, chart in rendered.items():
-        if outcomes.get(ref) != "Ready" or chart.render_error is not None:
+        if outcomes.get(ref, "Blocked") == "Blocked" or chart.render_error is not None:
             continue
         objects = [*chart.crds, *chart.resources]
         custom = any("." in r.group and not r.group.endswith(".k8s.io") for r in chart.resources)
         if custom or any(r.kind in POD_KINDS for r in objects):
             continue
         what = f"its {len(objects)} object{'s' if len(objects) != 1 else ''} were accepted" if objects else "it rendered no object at all"
+        said = (
+            f"Ready says {what}, not that an application runs"
+            if outcomes[ref] == "Ready"
+            else f"it ends {outcomes[ref]} without an application in it (see the values the chart needs to render one)"
+        )
         out.append(
             f"HelmRelease {ref}: chart {chart.chart} renders no workload with these values (no Pod, Deployment, "
-            f"StatefulSet, DaemonSet, Job or CronJob, hooks included): Ready says {what}, not that an application runs"
+            f"StatefulSet, DaemonSet, Job or CronJob, hooks included): {said}"
         )
     return out
 

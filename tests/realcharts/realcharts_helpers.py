@@ -41,10 +41,15 @@ def simulate_chart(
     return simulate(cluster, releases, **kw)
 
 
-def check_chart(name: str, profile: str = "kind", *, release_name: str, verify_fixes: bool = False) -> CheckReport:
+def check_chart(
+    name: str, profile: str = "kind", *, release_name: str, verify_fixes: bool = False, values: tuple[str, ...] = ()
+) -> CheckReport:
     """``helmsim check`` of the chart ``tests/realcharts/<name>`` under one profile (namespace
-    ``default``); ``verify_fixes`` simulates each fix, as the command does by default."""
-    releases = build_inputs(str(HERE / name), release_name=release_name, namespace="default")
+    ``default``, with the chart's ``values`` files); ``verify_fixes`` simulates each fix, as the
+    command does by default."""
+    releases = build_inputs(
+        str(HERE / name), values=[str(HERE / name / v) for v in values], release_name=release_name, namespace="default"
+    )
     return run_check(releases, [load_profile(profile)], options=CheckOptions(verify_fixes=verify_fixes))
 
 

@@ -154,3 +154,73 @@ def test_any_template_text_is_read_without_error_and_a_call_is_never_missed(text
     probe = text + '\n{{ lookup "v1" "Secret" "ns" "s" }}\n'
     found = _parse(probe, "templates/x.yaml")
     assert found.broken or found.top.calls or any(seg.calls for _, seg in found.defines)
+
+
+def _tpl_chart(tmp_path: Path, values: str, extra: dict[str, str] | None = None, call: str = "tpl .Values.x .") -> Path:
+    """bitnami/common's shape: templates/_tplvalues.tpl renders a value with ``tpl``, and a define
+    nothing includes by name calls lookup (bitnami/common templates/_secrets.tpl)."""
+    chart = tmp_path / "tv"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: tv\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text(values)
+    (chart / "templates" / "_h.tpl").write_text(
+        '{{- define "tv.render" -}}\n{{ ' + call + ' }}\n{{- end }}\n'
+        '{{- define "tv.secret" -}}\n{{ lookup "v1" "Secret" "ns" "a" }}\n{{- end }}\n'
+    )
+    (chart / "templates" / "cm.yaml").write_text('data: {{ include "tv.render" . }}\n')
+    for name, text in (extra or {}).items():
+        (chart / name).parent.mkdir(parents=True, exist_ok=True)
+        (chart / name).write_text(text)
+    return chart
+
+
+RENDERED = ["tv/templates/cm.yaml"]
+
+
+def test_tpl_over_values_without_an_action_reaches_no_define(tmp_path: Path) -> None:
+    # every Bitnami chart renders its values through common.tplvalues.render: the lookup of a
+    # define nothing includes was counted for nearly all of them
+    chart = _tpl_chart(tmp_path, "x: plain\nannotations: {a: b}\n")
+    assert lookup.calls(chart, RENDERED) == ()
+    assert lookup.note(chart, "tv@0.1.0", RENDERED) is None
+
+
+def test_tpl_over_a_value_that_includes_the_define_counts_it(tmp_path: Path) -> None:
+    chart = _tpl_chart(tmp_path, 'a: 1\nx: \'{{ include "tv.secret" . }}\'\n')
+    assert [str(c) for c in lookup.calls(chart, RENDERED)] == ["templates/_h.tpl:5"]
+    # a value holding lookup itself: its line in values.yaml
+    chart = _tpl_chart(tmp_path / "2", 'x: |\n  {{ lookup "v1" "ConfigMap" "ns" "c" }}\n')
+    assert [str(c) for c in lookup.calls(chart, RENDERED)] == ["values.yaml:2"]
+
+
+def test_the_release_values_and_the_chart_files_are_what_tpl_may_evaluate(tmp_path: Path) -> None:
+    chart = _tpl_chart(tmp_path, "x: plain\n")
+    given = {"podAnnotations": {"checksum": '{{ include "tv.secret" . }}'}}
+    assert [str(c) for c in lookup.calls(chart, RENDERED, given)] == ["templates/_h.tpl:5"]
+    files = _tpl_chart(
+        tmp_path / "2", "x: plain\n", {"files/conf.tpl": 'k: {{ include "tv.secret" . }}\n'}, call='tpl (.Files.Get "files/conf.tpl") .'
+    )
+    assert [str(c) for c in lookup.calls(files, RENDERED)] == ["templates/_h.tpl:5"]
+    literal = _tpl_chart(tmp_path / "3", "x: plain\n", call='tpl "{{ include \\"tv.secret\\" . }}" .')
+    assert [str(c) for c in lookup.calls(literal, RENDERED)] == ["templates/_h.tpl:5"]
+
+
+def test_without_tpl_the_chart_files_are_not_templates(tmp_path: Path) -> None:
+    chart = _tpl_chart(
+        tmp_path, 'x: \'{{ include "tv.secret" . }}\'\n', {"README.md": '{{ lookup "v1" "Secret" "" "" }}\n'}, call=".Values.x"
+    )
+    assert lookup.calls(chart, RENDERED) == ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.text(alphabet=st.sampled_from(list('{}x" .')), max_size=12) | st.integers() | st.none(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet="{}ab", max_size=4), inner, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_template_strings_finds_every_string_with_an_action(value: Any) -> None:
+    found = lookup.template_strings(value)
+    assert all("{{" in s for s in found)
+    assert sum(s.count("{{") for s in found) == json.dumps(value).count("{{")

@@ -8,7 +8,7 @@ were Ready where the real pod never starts."""
 
 from __future__ import annotations
 
-from realcharts_helpers import behaviour_notes, simulate_chart
+from realcharts_helpers import behaviour_notes, check_chart, simulate_chart
 
 from helmsim.cluster.running import assumed_behaviours
 
@@ -65,3 +65,31 @@ def test_a_peer_that_cannot_be_read_is_said_not_assumed_silently() -> None:
         "no behaviour known for image docker.io/bitnami/os-shell:12-debian-12: assumed to start and succeed; it runs "
         "retry_while check_control_plane, whose peer could not be read from the script: not modelled"
     ]
+
+
+def test_a_refusal_a_policy_drop_later_replaced_is_not_blamed() -> None:
+    """etcd is ready only after the first run of the wait gave up on refusals; later runs are
+    dropped by its policy. The cause is the policy (HS113), not a peer that was slow (HS116)."""
+    report = check_chart(CHART, release_name=CHART, values=("ci/slow-etcd-values.yaml", "ci/isolated-values.yaml"))
+    rules = [f.rule for f in report.findings]
+    assert "HS113" in rules and "HS116" not in rules
+    assert simulate_chart(CHART, values=("ci/slow-etcd-values.yaml",)).releases[0].outcome == "Ready"
+
+
+def test_a_peer_that_never_gets_ready_is_fixed_at_the_peer() -> None:
+    """peer's claim names a StorageClass the cluster lacks (HS117, from its volumeClaimTemplates);
+    the wait loop waiting for it is a known program, so HS116 no longer offers to describe it
+    in a catalog entry: it points at the peer."""
+    report = check_chart(CHART, release_name=CHART, values=("ci/peer-never-ready-values.yaml",))
+    by_rule = {f.rule: f for f in report.findings}
+    claim = by_rule["HS117"]
+    assert claim.occurrences[0].message.startswith(
+        "PersistentVolumeClaim/default/data-peer-0 (from StatefulSet/default/peer's volumeClaimTemplates data) is never "
+        'provisioned: storageclass.storage.k8s.io "missing-class" not found; it stays Pending, so StatefulSet/default/peer never starts'
+    )
+    assert claim.fixes[0].summary.startswith(
+        "create StorageClass missing-class, or set StatefulSet/default/peer's volumeClaimTemplates data's storageClassName"
+    )
+    (fix,) = by_rule["HS116"].fixes
+    assert fix.summary.startswith("make svc/default/peer:2379 ready before wait-for-etcd gives up")
+    assert "catalog entry" not in fix.summary

@@ -112,7 +112,9 @@ def plan_cmd(
     for note in release.notes:
         err_console.print(f"warning: {note}", markup=False)
     if release.from_chart:
-        text = lookup.note(target, f"{release.chart_name}@{release.chart_version}", [p for p, _ in release.files])
+        text = lookup.note(
+            target, f"{release.chart_name}@{release.chart_version}", [p for p, _ in release.files], values=new_opts.values
+        )
         if text is not None:
             err_console.print(f"warning: {text}", markup=False)
     hr = postrender.helmrelease_for_chart(helmrelease or [], target)

@@ -10,9 +10,13 @@ simulation can say once that what those templates render may differ.
 It does not evaluate templates. It reads the template sources (a chart directory or ``.tgz``
 and its subcharts in ``charts/``), drops comments and string literals as Go's text/template lexer
 does, and follows ``include``/``template`` by name from the templates Helm executes (the
-non-partial files of the charts that rendered) to the ``define`` blocks they reach. A name it
-cannot follow (``include`` of a computed name, ``tpl``) makes every ``define`` count, so a call
-is never left out; a call inside an ``if`` that was false still counts.
+non-partial files of the charts that rendered) to the ``define`` blocks they reach. ``tpl``
+evaluates a string as a template: the strings it can be given (those of the values — the
+charts' ``values.yaml`` and the release's own —, the charts' other files, which ``.Files.Get``
+reads, and string literals in the templates) that hold ``{{`` are read as templates too, so
+bitnami/common's ``common.tplvalues.render`` over values without ``{{`` adds nothing. A name it
+cannot follow (``include`` of a computed name) makes every ``define`` count, so a call is never
+left out; a call inside an ``if`` that was false still counts.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import io
 import os
 import re
 import tarfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -30,6 +34,10 @@ from msgspec import Struct, field
 
 SHOWN = 6
 """At most this many call sites are named in the note; the rest are counted."""
+FILE_BYTES = 1 << 20
+"""A chart file larger than this is not read as text ``tpl`` may evaluate (a binary or data file)."""
+TEMPLATE = "{{"
+"""What a string must hold for ``tpl`` to find an action in it (text/template's default delimiter)."""
 
 
 class Call(Struct, frozen=True):
@@ -56,12 +64,17 @@ UPGRADE_TAIL = (
 
 
 def note(
-    chart_path: str | os.PathLike[str], chart: str, rendered: Iterable[str] | None = None, *, tail: str = TAIL
+    chart_path: str | os.PathLike[str],
+    chart: str,
+    rendered: Iterable[str] | None = None,
+    *,
+    tail: str = TAIL,
+    values: Mapping[str, object] | None = None,
 ) -> str | None:
     """The report's sentence for ``chart`` (``name@version``) at ``chart_path``, or None when it
     calls no ``lookup`` (see :func:`calls`); ``tail`` says how helmsim answered it."""
     try:
-        found = calls(chart_path, rendered)
+        found = calls(chart_path, rendered, values)
     except (OSError, tarfile.TarError, yaml.YAMLError, UnicodeDecodeError, ValueError) as err:
         # Helm loaded the chart, but it cannot be read again here: say so rather than nothing
         return f"chart {chart}: its templates cannot be read to find lookup calls ({err}); if it calls lookup, {tail}"
@@ -73,8 +86,11 @@ def note(
     return f"chart {chart} calls lookup ({shown}): {tail}"
 
 
-def calls(chart_path: str | os.PathLike[str], rendered: Iterable[str] | None = None) -> tuple[Call, ...]:
-    """The ``lookup`` calls of the chart at ``chart_path`` that this render may have evaluated.
+def calls(
+    chart_path: str | os.PathLike[str], rendered: Iterable[str] | None = None, values: Mapping[str, object] | None = None
+) -> tuple[Call, ...]:
+    """The ``lookup`` calls of the chart at ``chart_path`` that this render may have evaluated;
+    ``values``: the release's own values (the charts' defaults are read with the chart).
 
     ``rendered`` are the names of the templates Helm's engine returned (``<chart>/templates/…``,
     partials and ``NOTES.txt`` left out): a subchart none of whose templates is among them was
@@ -83,7 +99,24 @@ def calls(chart_path: str | os.PathLike[str], rendered: Iterable[str] | None = N
     Chart.yaml's parse errors) when the chart cannot be read.
     """
     sources = list(_sources(Path(chart_path)))
-    return _reachable_calls(sources, None if rendered is None else set(rendered))
+    given = [("values", text, 0) for text in template_strings(values or {})]
+    return _reachable_calls(sources, None if rendered is None else set(rendered), given)
+
+
+def template_strings(value: object) -> list[str]:
+    """The strings (keys included) in ``value`` that hold ``{{``, in document order."""
+    out: list[str] = []
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            if TEMPLATE in item:
+                out.append(item)
+        elif isinstance(item, Mapping):
+            todo.extend(reversed([x for kv in item.items() for x in kv]))
+        elif isinstance(item, list | tuple):
+            todo.extend(reversed(item))
+    return out
 
 
 # --- reading the chart ---------------------------------------------------------------------------
@@ -98,6 +131,8 @@ class _Source(Struct):
     """(name, alias or name) of each entry of ``dependencies`` in its Chart.yaml."""
     templates: list[tuple[str, str, str]] = field(default_factory=list)
     """(path under the chart, e.g. ``templates/x.yaml``; the path shown; source text)."""
+    texts: list[tuple[str, str, int]] = field(default_factory=list)
+    """What ``tpl`` may evaluate: (path shown, text holding ``{{``, its first line)."""
     subcharts: list[_Source] = field(default_factory=list)
 
 
@@ -110,6 +145,7 @@ class _Chart(Struct):
     parent: _Chart | None
     templates: list[tuple[str, str, str]]
     """(Helm's template name, the path shown, source text)."""
+    texts: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 def _sources(path: Path) -> Iterator[_Chart]:
@@ -128,7 +164,11 @@ def _instances(source: _Source, parent: _Chart | None, names: Sequence[str] = ()
     for name in names or (source.name,):
         helm_id = name if parent is None else f"{parent.helm_id}/charts/{name}"
         chart = _Chart(
-            helm_id, source.library, parent, [(f"{helm_id}/{rel}", shown, text) for rel, shown, text in source.templates]
+            helm_id,
+            source.library,
+            parent,
+            [(f"{helm_id}/{rel}", shown, text) for rel, shown, text in source.templates],
+            source.texts,
         )
         yield chart
         for sub in source.subcharts:
@@ -164,6 +204,15 @@ def _dir_source(root: Path, shown: str, seen: set[str]) -> _Source | None:
             rel = file.relative_to(templates).as_posix()
             text = file.read_bytes().decode("utf-8", "replace")
             source.templates.append((f"templates/{rel}", f"{shown}templates/{rel}", text))
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        if Path(dirpath) == root:
+            dirnames[:] = [d for d in dirnames if d not in ("templates", "charts")]
+        dirnames.sort()
+        for fname in sorted(filenames):
+            file = Path(dirpath) / fname
+            if file.stat().st_size <= FILE_BYTES:
+                rel = file.relative_to(root).as_posix()
+                _add_text(source, rel, f"{shown}{rel}", file.read_bytes())
     subcharts = root / "charts"
     if not subcharts.is_dir():
         return source
@@ -191,7 +240,7 @@ def _tar_source(tar: tarfile.TarFile, shown: str, *, top_shown: bool = True) -> 
         # the archive's files are under one top directory, the chart's (pkg/chart/v2/loader/archive.go)
         top, _, inner = name.partition("/") if "/" in name else ("", "", name)
         f = tar.extractfile(member)
-        if f is not None and (inner == "Chart.yaml" or inner.startswith(("templates/", "charts/"))):
+        if f is not None and member.size <= FILE_BYTES:
             files[inner] = f.read()
     return _files_source(files, f"{shown}{top}/" if top and top_shown else shown)
 
@@ -203,6 +252,8 @@ def _files_source(files: dict[str, bytes], shown: str) -> _Source | None:
     for inner in sorted(files):
         if inner.startswith("templates/"):
             source.templates.append((inner, f"{shown}{inner}", files[inner].decode("utf-8", "replace")))
+        elif not inner.startswith("charts/"):
+            _add_text(source, inner, f"{shown}{inner}", files[inner])
     subdirs: dict[str, dict[str, bytes]] = {}
     for inner in sorted(files):
         if not inner.startswith("charts/"):
@@ -222,6 +273,34 @@ def _files_source(files: dict[str, bytes], shown: str) -> _Source | None:
         if sub is not None:
             source.subcharts.append(sub)
     return source
+
+
+def _add_text(source: _Source, rel: str, shown: str, data: bytes) -> None:
+    """Record what of the chart file ``rel`` ``tpl`` may evaluate: each string of values.yaml
+    holding ``{{`` (with its line), any other file holding ``{{`` whole (``.Files.Get``)."""
+    if TEMPLATE.encode() not in data or rel in ("Chart.yaml", "Chart.lock"):
+        return
+    text = data.decode("utf-8", "replace")
+    if rel != "values.yaml":
+        source.texts.append((shown, text, 1))
+        return
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        source.texts.append((shown, text, 1))  # Helm read it; count what it holds, unparsed
+        return
+    todo = [root] if root is not None else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.ScalarNode):
+            if TEMPLATE in str(node.value):
+                # a block scalar (| or >) starts on the line after its indicator
+                first = node.start_mark.line + (2 if node.style in ("|", ">") else 1)
+                source.texts.append((shown, str(node.value), first))
+        elif isinstance(node, yaml.MappingNode):
+            todo.extend(reversed([n for kv in node.value for n in kv]))
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend(reversed(node.value))
 
 
 # --- reading the templates -----------------------------------------------------------------------
@@ -248,6 +327,13 @@ class _Segment(Struct):
     calls: list[Call] = field(default_factory=list)
     refs: set[str] = field(default_factory=set)
     dynamic: bool = False
+    tpl: bool = False
+    """It calls ``tpl``: the strings ``tpl`` may be given are templates it reaches."""
+    files: bool = False
+    """It includes a template file by a computed path (``include (print $.Template.BasePath
+    "/secret.yaml") .``, bitnami/common's ``common.utils.checksumTemplate``), not a define."""
+    literals: list[tuple[str, str, int]] = field(default_factory=list)
+    """Its string literals holding ``{{`` (``tpl "{{ include \"x\" . }}" .``), with their lines."""
 
 
 class _Parsed(Struct):
@@ -282,11 +368,11 @@ def _actions(text: str) -> Iterator[tuple[int, list[tuple[str, int]]]]:
         yield m.start(), tokens
 
 
-def _parse(text: str, shown: str) -> _Parsed:
+def _parse(text: str, shown: str, first_line: int = 1) -> _Parsed:
     lines = [0, *(m.end() for m in re.finditer("\n", text))]
 
     def line_of(offset: int) -> int:
-        return bisect.bisect_right(lines, offset)
+        return bisect.bisect_right(lines, offset) + first_line - 1
 
     top = _Segment()
     parsed = _Parsed(top, [])
@@ -320,12 +406,16 @@ def _parse(text: str, shown: str) -> _Parsed:
                 if tok == "lookup":
                     current.calls.append(Call(shown, line_of(offset)))
                 elif tok in ("include", "template"):
-                    if nxt[:1] in ('"', "`"):
+                    if nxt[:1] in ('"', "`") and "%" not in nxt:
                         current.refs.add(nxt[1:-1])
+                    elif nxt == "(" and _names_a_file(tokens[i + 2 :]):
+                        current.files = True
                     else:
-                        current.dynamic = True
+                        current.dynamic = True  # a computed name (printf "x.%s") may be any define
                 elif tok == "tpl":
-                    current.dynamic = True  # a string evaluated as a template may include anything
+                    current.tpl = True  # a string evaluated as a template: see _reachable_calls
+                elif tok[:1] in ('"', "`") and TEMPLATE in tok:
+                    current.literals.append((shown, _unquote(tok), line_of(offset)))
     except (ValueError, IndexError):
         # Helm parsed this file, so the fault is this reader's: every word "lookup" counts
         calls = [Call(shown, line_of(m.start())) for m in _WORD.finditer(text)]
@@ -334,6 +424,26 @@ def _parse(text: str, shown: str) -> _Parsed:
 
 
 _WORD = re.compile(r"(?<![\w.$])lookup\b")
+
+
+def _names_a_file(tokens: Sequence[tuple[str, int]]) -> bool:
+    """Whether the parenthesised name after ``include`` is built from ``.Template.BasePath``
+    (pkg/engine/engine.go: a template file is a template named by its path)."""
+    depth = 1
+    for tok, _ in tokens:
+        depth += (tok == "(") - (tok == ")")
+        if depth == 0:
+            return False
+        if tok.endswith("Template.BasePath"):
+            return True
+    return False
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def _unquote(token: str) -> str:
+    """A Go string literal's text (an interpreted string's backslash escapes undone)."""
+    inner = token[1:-1]
+    return inner if token[0] == "`" else _ESCAPE.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), inner)
 
 
 def _is_executed(name: str) -> bool:
@@ -362,13 +472,20 @@ def _enabled(charts: Sequence[_Chart], rendered: set[str] | None) -> list[_Chart
     return out
 
 
-def _reachable_calls(charts: Sequence[_Chart], rendered: set[str] | None) -> tuple[Call, ...]:
+def _reachable_calls(
+    charts: Sequence[_Chart], rendered: set[str] | None, given: Sequence[tuple[str, str, int]] = ()
+) -> tuple[Call, ...]:
     defines: dict[str, list[_Segment]] = {}
     roots: list[_Segment] = []
     every: list[_Segment] = []
     broken = False
     order: dict[str, int] = {}
-    for chart in _enabled(charts, rendered):
+    texts = list(given)
+    tops: list[_Segment] = []
+    enabled = _enabled(charts, rendered)
+    for chart in enabled:
+        texts.extend(chart.texts)
+    for chart in enabled:
         for name, shown, text in chart.templates:
             executed = _is_executed(name)
             if executed and rendered is not None and name not in rendered:
@@ -378,6 +495,8 @@ def _reachable_calls(charts: Sequence[_Chart], rendered: set[str] | None) -> tup
             broken = broken or parsed.broken
             if executed or parsed.broken:
                 roots.append(parsed.top)
+            if not name.rsplit("/", 1)[-1].startswith("_"):
+                tops.append(parsed.top)
             for define, segment in parsed.defines:
                 # a name defined twice: Helm keeps one (pkg/engine/engine.go sortTemplates decides
                 # the parse order); both are followed here
@@ -386,14 +505,41 @@ def _reachable_calls(charts: Sequence[_Chart], rendered: set[str] | None) -> tup
     reached: list[_Segment] = []
     seen: set[int] = set()
     todo = list(roots)
+    files_added = False
+    evaluated = False  # the strings tpl may be given, read as templates once tpl is reached
+    literals = 0  # the literals of reached segments read so far
     while todo:
-        segment = todo.pop()
-        if id(segment) in seen:
+        while todo:
+            segment = todo.pop()
+            if id(segment) in seen:
+                continue
+            seen.add(id(segment))
+            reached.append(segment)
+            for ref in segment.refs:
+                todo.extend(defines.get(ref, ()))
+        if not files_added and any(s.files for s in reached):
+            files_added = True
+            todo.extend(tops)  # every template file a computed path may name, rendered or not
             continue
-        seen.add(id(segment))
-        reached.append(segment)
-        for ref in segment.refs:
-            todo.extend(defines.get(ref, ()))
+        if not any(s.tpl for s in reached):
+            break
+        pending = [] if evaluated else texts
+        evaluated = True
+        lits = [lit for s in reached for lit in s.literals]
+        pending = [*pending, *lits[literals:]]
+        literals = len(lits)
+        for where, text, line in pending:
+            order.setdefault(where, len(order))
+            # a value given on the command line: line 1. A text that does not parse is no template
+            # tpl evaluated (Helm's render would have failed); its lookup words still count.
+            parsed = _parse(text, where, max(line, 1))
+            todo.append(parsed.top)
+            for define, segment in parsed.defines:
+                defines.setdefault(define, []).append(segment)
+                every.append(segment)
+            for define, _ in parsed.defines:
+                if any(define in s.refs for s in reached):
+                    todo.extend(defines[define])
     if broken or any(s.dynamic for s in reached):
         reached.extend(s for s in every if id(s) not in seen)
     found = {c for s in reached for c in s.calls}

@@ -24,6 +24,8 @@ HS121 volume-multi-attach
 
 from __future__ import annotations
 
+from typing import Any
+
 from helmsim.cluster.controllers.provisioner import MODES_NOT_SUPPORTED, MSG_INFEASIBLE
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
@@ -31,16 +33,8 @@ from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.fixes import pod_spec
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
+from helmsim.kube.workloads import POD_KINDS
 from helmsim.manifests import Resource
-
-
-def _claim_class(run: ProfileRun, res: Resource) -> str | None:
-    spec = res.body.get("spec") or {}
-    name = spec.get("storageClassName")
-    if name is None:
-        default = run.profile.default_storage_class()
-        return default.name if default else None
-    return str(name) or None
 
 
 def consumers(run: ProfileRun, namespace: str | None, claim: str) -> list[str]:
@@ -78,7 +72,7 @@ def unconsumed_wffc_claim(run: ProfileRun) -> list[Candidate]:
         for res in chart.manifest:
             if res.kind != "PersistentVolumeClaim":
                 continue
-            cls_name = _claim_class(run, res)
+            cls_name = _class_of(run, dict(res.body.get("spec") or {}))
             cls = run.profile.storage_class(cls_name) if cls_name else None
             if cls is None or cls.volume_binding_mode != "WaitForFirstConsumer":
                 continue
@@ -111,30 +105,47 @@ def unconsumed_wffc_claim(run: ProfileRun) -> list[Candidate]:
                 f"the release mounts it, yet Helm's wait covers it"
                 + (f": the release ends {o.outcome} ({o.attempts} attempt(s))" if not ready else "")
             )
-            fix = Fix(
+            hook_fix = Fix(
                 f"apply {res.ref} from a post-install,post-upgrade hook Job (kubectl apply --server-side) instead of "
                 "rendering it as a release resource: hooks are outside Helm's wait and the claim binds with its first consumer",
                 fixes.key("claim-via-hook", res.ref, chart.name, chart.namespace),
             )
+            found = [hook_fix]
+            if not any(r.kind in POD_KINDS for r in chart.resources):
+                # bitnami kibana without elasticsearch.hosts renders its PVC and no Deployment
+                msg += "; with these values the release renders no workload at all, so nothing of it could ever mount it"
+                found.insert(0, Fix(
+                    f"set the values under which the chart renders the workload that mounts {res.ref} (with these "
+                    "values it renders no Pod, Deployment, StatefulSet, DaemonSet, Job or CronJob, hooks included)"
+                ))
             out.append(
-                Candidate("HS102", hr_ref, res.ref, severity, msg, chain, [fix], run.variant)
+                Candidate("HS102", hr_ref, res.ref, severity, msg, chain, found, run.variant)
             )
     return out
 
 
 
 
-def _claim_fix(res: Resource, reason: str, cls_name: str | None, run: ProfileRun) -> str:
-    modes = list(((res.body.get("spec") or {}).get("accessModes")) or ())
+def _class_of(run: ProfileRun, spec: dict[str, Any]) -> str | None:
+    """The StorageClass a claim's spec names, else the profile's default class."""
+    name = spec.get("storageClassName")
+    if name is None:
+        default = run.profile.default_storage_class()
+        return default.name if default else None
+    return str(name) or None
+
+
+def _claim_fix(what: str, spec: dict[str, Any], reason: str, cls_name: str | None, run: ProfileRun) -> str:
+    modes = list(spec.get("accessModes") or ())
     if "not found" in reason and cls_name:
         have = ", ".join(sc.name for sc in run.profile.storage_classes) or "none"
-        return f"create StorageClass {cls_name}, or set {res.ref}'s storageClassName to one the cluster has (here: {have})"
+        return f"create StorageClass {cls_name}, or set {what}'s storageClassName to one the cluster has (here: {have})"
     if MODES_NOT_SUPPORTED in reason:
         return (
             f"ask for an access mode the driver serves (ReadWriteOnce; {', '.join(modes)} is refused), or use a class "
             "whose driver serves it (ReadWriteMany: a file system such as efs.csi.aws.com, an NFS provisioner)"
         )
-    return f"make {res.ref} provisionable by its class's driver ({reason})"
+    return f"make {what} provisionable by its class's driver ({reason})"
 
 
 _MULTI_ATTACH = "Multi-Attach error for volume "
@@ -212,36 +223,61 @@ def volume_multi_attach(run: ProfileRun) -> list[Candidate]:
 def claim_never_provisioned(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
     for hr_ref, chart in run.charts.items():
-        for res in chart.manifest:
-            if res.kind != "PersistentVolumeClaim":
-                continue
-            reasons = [(e, e.data.get("reason")) for e in run.events(what="event", obj=res.ref)]
+        for res, claim, spec, what in _release_claims(run, chart.manifest):
+            reasons = [(e, e.data.get("reason")) for e in run.events(what="event", obj=claim)]
             failed = [e for e, reason in reasons if reason == "ProvisioningFailed"]
             if not failed or any(reason == "ProvisioningSucceeded" for _, reason in reasons):
                 continue  # never refused, or a later attempt made it
             ready = run.ready(hr_ref)
             o = run.outcome(hr_ref)
             reason = failed[0].message.removeprefix(MSG_INFEASIBLE)
-            cls_name = _claim_class(run, res)
-            users = consumers(run, res.namespace, res.name)
+            cls_name = _class_of(run, spec)
+            if res.kind == "PersistentVolumeClaim":
+                users = consumers(run, res.namespace, res.name)
+                created = run.created_by_helm(res.ref)
+                origin = "created by Helm as a release resource"
+            else:
+                users = [res.ref]
+                created = run.first(what="created", obj=claim)
+                origin = f"created by the StatefulSet controller from {what}"
             chain: list[Step] = []
-            created = run.created_by_helm(res.ref)
             if created is not None:
-                chain.append(step(created, "created by Helm as a release resource"))
+                chain.append(step(created, origin))
             chain.append(step(failed[0], f"ProvisioningFailed: {failed[0].message}"))
             if not ready:
                 chain.extend(run.failure_tail(hr_ref))
             msg = (
-                f"{res.ref} is never provisioned: {reason}"
+                f"{claim if res.kind == 'PersistentVolumeClaim' else f'{claim} (from {what})'} is never provisioned: {reason}"
                 + (f" (StorageClass {cls_name})" if cls_name and "not found" not in reason else "")
                 + "; it stays Pending"
                 + (f", so {', '.join(users)} never start{'s' if len(users) == 1 else ''}" if users else "")
                 + (f"; the release ends {o.outcome} ({o.attempts} attempt(s))" if not ready else "")
             )
-            fix = Fix(_claim_fix(res, reason, cls_name, run))
+            fix = Fix(_claim_fix(what, spec, reason, cls_name, run))
             out.append(
                 Candidate(
                     "HS117", hr_ref, res.ref, Severity.error if not ready else Severity.warning, msg, chain, [fix], run.variant
                 )
             )
+    return out
+
+
+def _release_claims(run: ProfileRun, manifest: list[Resource]) -> list[tuple[Resource, str, dict[str, Any], str]]:
+    """(the release object, the claim's ref, the claim's spec, how to name it in a fix) for each
+    claim of the release: its PersistentVolumeClaims, and the first claim the StatefulSet
+    controller made from each volumeClaimTemplate (kubernetes pkg/controller/statefulset
+    stateful_set_utils.go getPersistentVolumeClaimName: ``<template>-<set>-<ordinal>``)."""
+    out: list[tuple[Resource, str, dict[str, Any], str]] = []
+    for res in manifest:
+        if res.kind == "PersistentVolumeClaim":
+            out.append((res, res.ref, dict(res.body.get("spec") or {}), res.ref))
+        elif res.kind == "StatefulSet":
+            for tpl in (res.body.get("spec") or {}).get("volumeClaimTemplates") or ():
+                name = str(((tpl or {}).get("metadata") or {}).get("name") or "")
+                made = sorted(
+                    (e.obj for e in run.events(what="created") if e.obj.startswith(f"PersistentVolumeClaim/{res.namespace}/{name}-{res.name}-")),
+                    key=lambda ref: (len(ref), ref),
+                )
+                if name and made:
+                    out.append((res, made[0], dict((tpl or {}).get("spec") or {}), f"{res.ref}'s volumeClaimTemplates {name}"))
     return out
