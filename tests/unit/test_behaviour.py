@@ -712,3 +712,30 @@ def test_retry_while_passes_its_arguments_to_the_check_function() -> None:
     got, sentence = parse_wait_loop(_CHECK_HOST, NS, services={(NS, "mlflow-postgresql")}, env={})
     assert got == WaitLoop(Need("service", f"{NS}/mlflow-postgresql", 5432), 5.0, 5.0, 60.0, exit_code=1)
     assert "retry_while check_host: `wait-for-port`" in sentence
+
+
+# bitnami/charts bitnami/zipkin templates/_init_containers.tpl zipkin.waitForCassandraInitContainer
+_ZIPKIN = """. /opt/bitnami/scripts/libos.sh
+check_cassandra_keyspace_schema() {
+    echo "SELECT 1" | cqlsh -u $CASSANDRA_USERNAME -p $CASSANDRA_PASSWORD -e "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name='${CASSANDRA_KEYSPACE}';"
+}
+info "Connecting to the Cassandra instance $CQLSH_HOST:$CQLSH_PORT"
+if ! retry_while "check_cassandra_keyspace_schema" 12 30; then
+    error "Could not connect to the database server"
+    exit 1
+fi
+"""
+
+
+def test_retry_while_over_cqlsh_reads_its_host_from_the_environment() -> None:
+    env = {"CQLSH_HOST": "zipkin-cassandra", "CQLSH_PORT": "9042", "CASSANDRA_USERNAME": "bn_zipkin"}
+    got, sentence = parse_wait_loop(_ZIPKIN, NS, services={(NS, "zipkin-cassandra")}, env=env)
+    assert got is not None and str(got.target) == f"svc/{NS}/zipkin-cassandra:9042"
+    assert (got.interval, got.bound, got.probe_timeout, got.gave_up) == (30.0, 360.0, 5.0, "Could not connect to the database server")
+    assert sentence.endswith("12 tries 30 s apart, then exit 1 after 360 s)")
+    # positional host and port win over the environment; without either, cqlsh dials 127.0.0.1:9042
+    args = _ZIPKIN.replace("cqlsh -u", "cqlsh --connect-timeout=2 cass.data 9142 -u")
+    got, _ = parse_wait_loop(args, NS, services={("data", "cass")}, env=env)
+    assert got is not None and (str(got.target), got.probe_timeout) == ("svc/data/cass:9142", 2.0)
+    got, _ = parse_wait_loop(_ZIPKIN, NS, env={})
+    assert got is not None and str(got.target) == "127.0.0.1/32:9042"

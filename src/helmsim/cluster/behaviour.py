@@ -1469,12 +1469,64 @@ def _retry_probe(
             if port_text.isdigit() and "$" not in host:
                 return _host_need(host, int(port_text), namespace, domain, services), KERNEL_CONNECT_TIMEOUT, "`redis-cli … PING`"
             continue
+        if re.search(r"\bcqlsh\b", line):
+            cql = _cqlsh_target(line, local)
+            if cql is not None:
+                return _host_need(cql[0], cql[1], namespace, domain, services), cql[2], "`cqlsh`"
+            continue
         for command in shellscript.commands(line):
             words = [expand(w) for w in command.split() if not _EMPTY_ARRAY.match(w)]
             probe = _probe_target(" ".join(words), namespace, domain, services)
             if probe is not None:
                 return probe
     return None
+
+
+# apache/cassandra bin/cqlsh.py: `cqlsh [options] [host [port]]`, host and port else $CQLSH_HOST
+# and $CQLSH_PORT else 127.0.0.1:9042; --connect-timeout defaults to 5 s.
+_CQLSH_VALUED = frozenset(
+    {"--browser", "-u", "--username", "-p", "--password", "-k", "--keyspace", "-f", "--file", "--encoding",
+     "--cqlshrc", "--cqlversion", "-e", "--execute", "--connect-timeout", "--request-timeout"}
+)
+
+
+def _cqlsh_target(line: str, scope: Mapping[str, str]) -> tuple[str, int, float] | None:
+    """The host, port and connect timeout ``cqlsh`` on ``line`` dials, or None when a shell
+    variable in them is unknown."""
+    m = re.search(r"\bcqlsh\b(?P<args>.*)", line)
+    if m is None:
+        return None
+    # the command ends at the first | ; & outside quotes (the -e statement holds a ;)
+    lexer = shlex.shlex(m.group("args"), posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    tokens: list[str] = []
+    try:
+        for tok in lexer:
+            if tok and set(tok) <= set(";&|"):
+                break
+            tokens.append(tok)
+    except ValueError:
+        return None  # an unclosed quote: not read
+    positional: list[str] = []
+    timeout = 5.0
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        flag, eq, value = tok.partition("=")
+        if flag in _CQLSH_VALUED:
+            if not eq:
+                value = tokens[i + 1] if i + 1 < len(tokens) else ""
+                i += 1
+            if flag == "--connect-timeout":
+                timeout = float(value) if value.isdigit() else timeout
+        elif not tok.startswith("-"):
+            positional.append(shellscript.expand(tok, scope))
+        i += 1
+    host = positional[0] if positional else scope.get("CQLSH_HOST", "127.0.0.1")
+    port = positional[1] if len(positional) > 1 else scope.get("CQLSH_PORT", "9042")
+    if "$" in host or not port.isdigit():
+        return None
+    return host, int(port), timeout
 
 
 def _flag_value(tokens: Sequence[str], *flags: str) -> float | None:
