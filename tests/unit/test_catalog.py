@@ -130,6 +130,9 @@ entries:
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "writes": "schema"}, "entries[0].writes", 9),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"env": ["CF-TOKEN"]}]}, "entries[0].checks[0].env: 'CF-TOKEN' is not a variable name (or names joined by +)", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"env": []}]}, "entries[0].checks[0].env", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "fills": [{"object": "Secret/s", "fields": ["data"]}]}, "entries[0].fills[0].fields: 'data' is not a dotted path below the object's top level", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "fills": [{"object": "Secret/s", "fields": []}]}, "entries[0].fills[0].fields", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"script": "x"}, "command": "wait-for-port", "fills": [{"object": "Secret/s", "fields": ["data.a"]}]}, "needs, checks, retry, creates and fills are not allowed with it", 4),
     ],
 )
 def test_bad_entries_name_the_file_and_line(entry: dict[str, Any], message: str, line: int) -> None:
@@ -735,3 +738,22 @@ def test_a_binding_to_a_role_nobody_creates_is_no_api_server_need() -> None:
     assert any("a Role neither the release nor the profile holds (taken as absent: it grants nothing)" in n for _c, n in model.notes)
     role = {"kind": "Role", "metadata": {"name": "jenkins", "namespace": "ci"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}
     assert model_pod(pod, BehaviourContext(bindings=[binding], roles=[role])).container("app").needs == (Need("kube-apiserver"),)
+
+
+def test_a_dotted_path_may_hold_escaped_dots_and_a_volume_names_its_secret() -> None:
+    """``data.tls\\.crt`` is the key ``tls.crt`` of ``data`` (kubectl's JSONPath escape), and
+    ``${volume.certs}`` the Secret the pod's volume ``certs`` mounts (external-secrets' webhook)."""
+    from helmsim.cluster.programs import container_view, match_program
+    from helmsim.cluster.running import path_parts
+
+    assert path_parts("data.tls\\.crt") == ["data", "tls.crt"]
+    assert path_parts("status.loadBalancer.ingress") == ["status", "loadBalancer", "ingress"]
+    pod = _pod([{"name": "webhook", "image": "ghcr.io/external-secrets/external-secrets:v0.19.2", "args": ["webhook", "--cert-dir=/certs"]}])
+    pod["spec"]["volumes"] = [{"name": "certs", "secret": {"secretName": "eso-webhook"}}, {"name": "cfg", "configMap": {"name": "c"}}]
+    view = container_view(pod["spec"]["containers"][0], pod)
+    assert dict(view.volumes) == {"certs": "eso-webhook", "cfg": "c"}
+    program, _ = match_program(view, "ns", catalog_entries([]))
+    assert program is not None and program.entry.startswith("external-secrets-webhook")
+    (check,) = program.checks
+    assert (check.kind, check.target, check.path) == ("object", "Secret/ns/eso-webhook", "data.tls\\.crt")
+    assert dict(check.errors)["unmet"] == "stat /certs/tls.crt: no such file or directory"

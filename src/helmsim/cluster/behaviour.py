@@ -358,6 +358,8 @@ class ContainerModel(Struct, frozen=True):
     """Its liveness probe, likewise (a liveness endpoint served from the start: ``False``)."""
     creates: tuple[Mapping[str, Any], ...] = ()
     """Objects it creates (when absent) as the pod's ServiceAccount after its needs pass."""
+    fills: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``(Kind/namespace/name, dotted paths)`` it sets in existing objects after its checks pass."""
     writes: tuple[str, ...] = ()
     """State it leaves outside the cluster when it exits 0 (``Simulation.external_state``)."""
     probe_gate: ProbeGate | None = None
@@ -1873,6 +1875,7 @@ def _container(
         probes_after_needs=program.probes_after_needs if program is not None else True,
         liveness_after_needs=program.liveness_after_needs if program is not None else True,
         creates=program.creates if program is not None else (),
+        fills=program.fills if program is not None else (),
         writes=program.writes if program is not None else (),
         probe_gate=program.probe_gate if program is not None else None,
         entry=program.entry if program is not None else "",

@@ -124,6 +124,10 @@ class WebhookErrors(_Model):
     """The webhook's Service has no ready endpoints."""
 
 
+_PATH = r"^[A-Za-z0-9_-]+(?:\\\.[A-Za-z0-9_-]+)*(?:\.[A-Za-z0-9_-]+(?:\\\.[A-Za-z0-9_-]+)*)*$"
+"""A dotted path whose keys may hold escaped dots (``data.tls\\.crt``)."""
+
+
 class CheckSpec(_Model):
     """A condition of the cluster the program verifies through the API server.
 
@@ -145,8 +149,9 @@ class CheckSpec(_Model):
     """The container's environment defines one of these (``A``, or ``A+B`` for all of them): a
     literal, or from a Secret or ConfigMap, the value not read; a credential the program needs
     at start."""
-    field: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
-    """With ``object``: a dotted path in it that must be set and not empty."""
+    field: str | None = Field(default=None, pattern=_PATH)
+    """With ``object``: a dotted path in it that must be set and not empty (``\\.`` is a dot in a
+    key: ``data.tls\\.crt``)."""
     error: str | None = None
     webhook_errors: WebhookErrors | None = None
     unless_args: list[str] = Field(default_factory=list)
@@ -227,6 +232,25 @@ class Logs(_Model):
     waiting: str | None = None
 
 
+class FillSpec(_Model):
+    """Fields a program writes into an object that already exists (``Kind/namespace/name``,
+    ``${...}`` templates allowed), as the pod's ServiceAccount: a certificate controller filling
+    the Secret its webhook mounts. While the object is absent the attempt fails with the API
+    server's NotFound and the program retries as its ``retry`` says."""
+
+    object: str = Field(min_length=1)
+    fields: list[str] = Field(min_length=1)
+    """Dotted paths it sets (``data.tls.crt``), each to a non-empty value."""
+
+    @field_validator("fields")
+    @classmethod
+    def _paths(cls, v: list[str]) -> list[str]:
+        for path in v:
+            if not re.fullmatch(_PATH, path) or "." not in path.replace("\\.", ""):
+                raise ValueError(f"{path!r} is not a dotted path below the object's top level (data.tls\\.crt)")
+        return v
+
+
 class EntrySpec(_Model):
     """One catalog entry (docs/behaviour.md, "Catalog entries")."""
 
@@ -268,6 +292,9 @@ class EntrySpec(_Model):
     creates: list[dict[str, Any]] = Field(default_factory=list)
     """Objects it creates as the pod's ServiceAccount when they do not exist (``${...}``
     templates allowed in strings)."""
+    fills: list[FillSpec] = Field(default_factory=list)
+    """Fields it writes into objects that exist, after its needs and checks pass (see
+    :class:`FillSpec`)."""
     logs: Logs = Field(default_factory=Logs)
 
     @field_validator("needs")
@@ -304,10 +331,10 @@ class EntrySpec(_Model):
 
     @model_validator(mode="after")
     def _builtin(self) -> EntrySpec:
-        if self.command is not None and (self.needs or self.checks or self.retry or self.creates):
+        if self.command is not None and (self.needs or self.checks or self.retry or self.creates or self.fills):
             raise ValueError(
                 f"command {self.command}: the simulator parses its arguments; "
-                "needs, checks, retry and creates are not allowed with it"
+                "needs, checks, retry, creates and fills are not allowed with it"
             )
         return self
 

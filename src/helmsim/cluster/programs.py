@@ -74,6 +74,9 @@ class ContainerView:
     """Every variable its ``env`` defines, Secret references included (their values unread)."""
     env_from_secret: bool = False
     """It takes a Secret's keys through ``envFrom`` (names not known without the Secret)."""
+    volumes: Mapping[str, str] = field(default_factory=dict)
+    """The Secret or ConfigMap each of its pod's volumes names, by volume name
+    (``${volume.NAME}`` templates)."""
 
 
 def container_env(
@@ -161,7 +164,23 @@ def container_view(
             [*env, *(str(e.get("name")) for e in c.get("env") or () if isinstance(e, Mapping) and e.get("name"))]
         ),
         env_from_secret=any(isinstance(e, Mapping) and e.get("secretRef") for e in c.get("envFrom") or ()),
+        volumes=_volume_sources(pod),
     )
+
+
+def _volume_sources(pod: Mapping[str, Any]) -> dict[str, str]:
+    """Volume name → the Secret (``secretName``) or ConfigMap (``name``) it mounts."""
+    out: dict[str, str] = {}
+    for vol in (pod.get("spec") or {}).get("volumes") or ():
+        if not isinstance(vol, Mapping) or not vol.get("name"):
+            continue
+        secret, config = vol.get("secret"), vol.get("configMap")
+        source = (secret or {}).get("secretName") if isinstance(secret, Mapping) else None
+        if source is None and isinstance(config, Mapping):
+            source = config.get("name")
+        if source:
+            out[str(vol["name"])] = str(source)
+    return out
 
 
 def _mounted_script(argv: Sequence[str], script: str, files: Callable[[str], str | None] | None) -> str | None:
@@ -228,6 +247,7 @@ class Program(Struct, frozen=True):
     probes_after_needs: bool = True
     liveness_after_needs: bool = True
     creates: tuple[Mapping[str, Any], ...] = ()
+    fills: tuple[tuple[str, tuple[str, ...]], ...] = ()
     writes: tuple[str, ...] = ()
     probe_gate: ProbeGate | None = None
     log_ready: str = ""
@@ -277,8 +297,8 @@ def _duration(value: float | Flag | None, view: ContainerView) -> float | None:
 
 
 def _template(text: str, view: ContainerView, namespace: str) -> str | None:
-    """``${--flag}``, ``${namespace}``, ``${env.NAME}``, ``${label.KEY}`` filled in; None when one
-    is unknown."""
+    """``${--flag}``, ``${namespace}``, ``${env.NAME}``, ``${label.KEY}``, ``${volume.NAME}``
+    filled in; None when one is unknown."""
     missing = False
 
     def sub(m: re.Match[str]) -> str:
@@ -291,6 +311,8 @@ def _template(text: str, view: ContainerView, namespace: str) -> str | None:
             value = view.env.get(key[4:])
         elif key.startswith("label."):
             value = view.labels.get(key[6:])
+        elif key.startswith("volume."):
+            value = view.volumes.get(key[7:])
         elif key.startswith("-"):
             value = flag_value(view.argv, key)
         elif key.startswith("file("):
@@ -364,7 +386,7 @@ def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Chec
     """The check, or None when its object cannot be named from the container's arguments."""
     errors: list[tuple[str, str]] = []
     if spec.error:
-        errors.append(("unmet", spec.error))
+        errors.append(("unmet", _filled(spec.error, view, namespace)))
     if spec.webhook_errors is not None:
         for key, text in (
             ("missing", spec.webhook_errors.missing),
@@ -482,6 +504,17 @@ def _image_program(
             continue
         filled.setdefault("metadata", {}).setdefault("namespace", namespace)
         creates.append(filled)
+    fills: list[tuple[str, tuple[str, ...]]] = []
+    for fill in spec.fills:
+        target = _template(fill.object, view, namespace)
+        if target is None:
+            notes.append(f"cannot tell which object {fill.object} it fills from the container's arguments: not filled")
+            continue
+        if target.count("/") == 1:
+            target = target.replace("/", "//", 1)
+        # it reads the object before writing it: absent, the attempt fails with NotFound
+        checks.append(Check("object", target))
+        fills.append((target, tuple(fill.fields)))
     writes: list[str] = []
     for text in spec.writes:
         key = _template(text, view, namespace)
@@ -519,6 +552,7 @@ def _image_program(
         probes_after_needs=spec.probes == "after-needs",
         liveness_after_needs=(spec.liveness or spec.probes) == "after-needs",
         creates=tuple(creates),
+        fills=tuple(fills),
         writes=tuple(writes),
         probe_gate=gate,
         log_ready=_filled(spec.logs.ready or "", view, namespace),

@@ -16,6 +16,8 @@ logged when the reason changes), ``container-log`` (what the program prints), ``
 
 from __future__ import annotations
 
+import base64
+import copy
 import math
 import re
 from collections.abc import Generator, Mapping
@@ -173,10 +175,16 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
     return None
 
 
+def path_parts(path: str) -> list[str]:
+    """The keys of a dotted path; ``\\.`` is a dot inside a key (``data.tls\\.crt``, as kubectl's
+    JSONPath writes it: k8s.io/client-go util/jsonpath)."""
+    return [part.replace("\0", ".") for part in path.replace("\\.", "\0").split(".")]
+
+
 def _field_set(obj: Mapping[str, Any], path: str) -> bool:
     """Whether the dotted ``path`` of ``obj`` holds something (not absent, null or empty)."""
     value: Any = obj
-    for part in path.split("."):
+    for part in path_parts(path):
         if not isinstance(value, Mapping):
             return False
         value = value.get(part)
@@ -264,6 +272,7 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
                         error=error,
                         attempt=attempt,
                         entry=model.entry,
+                        network=network,
                     )
                     if model.log_waiting:
                         line = model.log_waiting.replace("{error}", error)
@@ -292,6 +301,10 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
     rt.now_serving(name, run)
     if model.creates:
         code = yield from _create(rt, model, last)
+        if code:
+            return code
+    if model.fills:
+        code = yield from _fill(rt, model, last)
         if code:
             return code
     if model.applies:
@@ -390,6 +403,46 @@ def _create(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generato
             rt.log("container-log", f"{name}: {err.message}", last, container=name, line=err.message)
             return 1
         rt.log("created-by-program", f"{name} created {kind}/{meta.get('name')}", last, container=name)
+    return 0
+    yield  # a generator like the other steps
+
+
+FILLED = "(set by the program)"
+"""The value a ``fills`` entry writes: the simulation knows a field is set, not its content."""
+
+
+def _fill(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generator[Any, Any, int]:
+    """Set each of ``model.fills``' fields in its object (read, then updated as the pod's
+    ServiceAccount: a certificate controller writing the Secret its webhook mounts)."""
+    name = model.name
+    for target, paths in model.fills:
+        kind, ns, obj_name = _split(target)
+        live = rt.store.get(kind, ns, obj_name)
+        if live is None:
+            continue  # its existence was this attempt's check; deleted since, it is filled next time
+        if all(_field_set(live, path) for path in paths):
+            continue
+        obj = copy.deepcopy(live)
+        for path in paths:
+            *parents, leaf = path_parts(path)
+            node = obj
+            for part in parents:
+                child = node.get(part)
+                if not isinstance(child, dict):
+                    child = node[part] = {}
+                node = child
+            # a Secret's data values are base64 (kubernetes pkg/apis/core/types.go Secret.Data)
+            node[leaf] = base64.b64encode(FILLED.encode()).decode() if kind == "Secret" and parents[:1] == ["data"] else FILLED
+        try:
+            rt.store.update(obj, actor=_actor(rt), cause=last)
+        except ApiUnreachable:
+            line = _refused(rt)
+            rt.log("container-log", f"{name}: {line}", last, container=name, line=line)
+            return 1
+        except ApiError as err:
+            rt.log("container-log", f"{name}: {err.message}", last, container=name, line=err.message)
+            return 1
+        rt.log("filled-by-program", f"{name} set {', '.join(paths)} of {kind}/{obj_name}", last, container=name)
     return 0
     yield  # a generator like the other steps
 

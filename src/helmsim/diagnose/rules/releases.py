@@ -232,9 +232,13 @@ def blocking_roots(run: ProfileRun, hr_ref: str) -> tuple[str, ...]:
     return tuple(sorted(roots))
 
 
-def _timed_out(run: ProfileRun, hr_ref: str) -> tuple[str, float] | None:
-    """The objects Helm's wait timed out on in the release's first failed attempt (its
-    "timeout waiting for: [...]" list) and that action's timeout, or None."""
+# fluxcd/pkg ssa/manager_wait.go WaitForSetWithContext: "[Kind/ns/name status: 'InProgress', …]"
+_WAITED_OBJECT = re.compile(r"(?P<ref>[A-Za-z0-9]+/[^\s,\]]+) status:")
+
+
+def _timed_out(run: ProfileRun, hr_ref: str) -> tuple[frozenset[str], float] | None:
+    """The objects (``Kind/namespace/name``) Helm's wait timed out on in the release's first
+    failed attempt (its "timeout waiting for: [...]" list) and that action's timeout, or None."""
     attempt = run.first_failed_attempt(hr_ref)
     if attempt is None:
         return None
@@ -242,7 +246,8 @@ def _timed_out(run: ProfileRun, hr_ref: str) -> tuple[str, float] | None:
     if not m:
         return None
     action = str(run.trace[attempt[0].id].data.get("action") or "install")
-    return m["objs"], run.input(hr_ref).hr.timeout_for(action if action in ("install", "upgrade") else "install")
+    objs = frozenset(o["ref"] for o in _WAITED_OBJECT.finditer(m["objs"]))
+    return objs, run.input(hr_ref).hr.timeout_for(action if action in ("install", "upgrade") else "install")
 
 
 @rule(

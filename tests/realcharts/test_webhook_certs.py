@@ -1,0 +1,44 @@
+"""A webhook whose serving certificate its cert controller writes into the Secret it mounts
+(external-secrets/external-secrets ``cmd/controller/webhook.go`` waitForCerts: every 10 s for
+2 minutes, then exit 1; ``pkg/controllers/crds/crds_controller.go`` populateSecret). The
+external-secrets image was unknown, so the webhook was taken to serve at once: with
+``certController.create=false`` and no cert-manager, nothing fills the Secret and the real
+webhook crash-loops (external-secrets issue #1969), where helmsim said Ready."""
+
+from __future__ import annotations
+
+from realcharts_helpers import behaviour_notes, check_chart, restarts, simulate_chart
+
+CHART = "webhook-certs"
+
+
+def test_the_webhook_serves_once_the_cert_controller_filled_its_secret() -> None:
+    result = simulate_chart(CHART)
+    assert result.releases[0].outcome == "Ready"
+    filled = [e for e in result.trace if e.what == "filled-by-program"]
+    assert [e.message for e in filled] == [r"cert-controller set data.tls\.crt, data.tls\.key, data.ca\.crt of Secret/eso-webhook"]
+    ready = [e.time for e in result.trace if e.obj.startswith("Pod/default/eso-webhook-") and e.message == "container webhook ready"]
+    assert ready and ready[0] >= filled[0].time
+    assert any(n.startswith("behaviour from catalog entry external-secrets-webhook ") for n in behaviour_notes(result, "webhook"))
+
+
+def test_without_the_cert_controller_the_webhook_gives_up_and_the_release_stalls() -> None:
+    result = simulate_chart(CHART, values=("ci/no-cert-controller-values.yaml",))
+    assert result.releases[0].outcome == "Stalled"
+    assert any(v >= 1 for k, v in restarts(result).items() if k.endswith("/webhook"))
+    logs = [e.message for e in result.trace if e.what == "container-log" and "unable to validate certificates" in e.message]
+    assert logs
+    report = check_chart(CHART, release_name=CHART, values=("ci/no-cert-controller-values.yaml",))
+    (finding,) = [f for f in report.findings if f.rule == "HS116"]
+    assert finding.occurrences[0].message.startswith(
+        "Deployment/default/eso-webhook's container webhook (catalog entry external-secrets-webhook) needs "
+        r"Secret/default/eso-webhook with data.tls\.crt set, which the cluster does not have when it runs; it gives up "
+        "(stat /tmp/certs/tls.crt: no such file or directory) and exits 1"
+    )
+
+
+def test_only_the_deployment_the_wait_timed_out_on_is_blamed_for_its_deadline() -> None:
+    """HS110 read Helm's "timeout waiting for: [...]" list as text: Deployment/default/eso, a
+    prefix of Deployment/default/eso-webhook, was blamed though it was Ready."""
+    report = check_chart(CHART, release_name=CHART, values=("ci/no-cert-controller-values.yaml",))
+    assert [f.location.obj for f in report.findings if f.rule == "HS110"] == ["Deployment/default/eso-webhook"]
