@@ -50,14 +50,16 @@ KERNEL_CONNECT_TIMEOUT = 127.0
 # coreutils timeout(1): "If the command times out ... exit with status 124".
 TIMEOUT_EXIT_CODE = 124
 
-NeedKind = Literal["kube-apiserver", "dns", "fqdn", "service", "cidr"]
+NeedKind = Literal["kube-apiserver", "dns", "fqdn", "service", "cidr", "loopback"]
 
 
 class Need(Struct, frozen=True):
-    """A connection a container makes: the API server, cluster DNS, a name, a Service or a CIDR.
+    """A connection a container makes: the API server, cluster DNS, a name, a Service, a CIDR,
+    or its own pod's loopback.
 
-    ``host`` is the FQDN (``fqdn``), ``namespace/name`` (``service``), the CIDR (``cidr``) or the
-    name to resolve (``dns``, optional). ``port`` is 0 for ``kube-apiserver`` and ``dns``.
+    ``host`` is the FQDN (``fqdn``), ``namespace/name`` (``service``), the CIDR (``cidr``), the
+    name to resolve (``dns``, optional) or the loopback address as written (``loopback``:
+    ``localhost``, ``127.0.0.1``, ``::1``). ``port`` is 0 for ``kube-apiserver`` and ``dns``.
     """
 
     kind: NeedKind
@@ -115,7 +117,14 @@ def parse_need(
         net = ipaddress.ip_network(host, strict=False)
     except ValueError:
         return _name_need(host, port, namespace, services=services)
+    if net.num_addresses == 1 and net.is_loopback:
+        return Need("loopback", str(net.network_address), port)
     return Need("cidr", str(net), port)
+
+
+# kubernetes pkg/kubelet/kubelet_pods.go managedHostsFileContent: every pod's /etc/hosts maps
+# localhost (and ip6-localhost, ip6-loopback) to its own loopback, before any DNS lookup.
+LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback"})
 
 
 def _name_need(
@@ -132,6 +141,8 @@ def _name_need(
     else an external name (the engine resolves it again at the dial: :func:`search_service`).
     """
     name = host.lower().rstrip(".")
+    if name in LOOPBACK_NAMES:
+        return Need("loopback", name, port)
     suffix = f".svc.{cluster_domain}"
     if name.endswith(suffix):
         name = name[: -len(suffix)] + ".svc"
@@ -1609,9 +1620,11 @@ def _host_need(
     host: str, port: int, namespace: str, domain: str, services: Container[tuple[str, str]] = frozenset()
 ) -> Need:
     try:
-        ipaddress.ip_address(host)
+        address = ipaddress.ip_address(host)
     except ValueError:
         return _name_need(host, port, namespace, domain, services)
+    if address.is_loopback:
+        return Need("loopback", str(address), port)
     return Need("cidr", f"{host}/{32 if ':' not in host else 128}", port)
 
 

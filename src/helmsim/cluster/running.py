@@ -24,6 +24,7 @@ from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.behaviour import CYCLE_NOTE, Check, ContainerModel, Need, ProbeGate
+from helmsim.cluster.netstate import ConnectResult
 from helmsim.cluster.selectors import matches_map
 from helmsim.cluster.store import ApiError, ApiUnreachable, controller_of
 
@@ -233,7 +234,7 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
         for target in model.needs:
             rt.activity[name] = f"connecting to {target}"
             timeout = model.connect_timeout if deadline is None else max(0.0, min(model.connect_timeout, deadline - sim.now))
-            res = yield from rt.k.net.connect(rt.key, target, timeout, cause=last, container=name)
+            res = yield from dial(rt, target, timeout, last, name)
             if not res.ok:
                 failure = (str(target), res.error, res.event, True, False)
                 break
@@ -473,6 +474,51 @@ def _apply(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generator
     yield  # a generator like the other steps
 
 
+def dial(rt: PodRuntime, target: Need, timeout: float, cause: int | None, container: str) -> Generator[Any, Any, ConnectResult]:
+    """Connect to ``target`` from container ``container`` of the pod: its own loopback within
+    the pod, anything else through the network state."""
+    if target.kind != "loopback":
+        return (yield from rt.k.net.connect(rt.key, target, timeout, cause=cause, container=container))
+    return _loopback(rt, target, cause, container)
+
+
+def _loopback(rt: PodRuntime, target: Need, cause: int | None, container: str) -> ConnectResult:
+    """A connection to the pod's own loopback: the containers of a pod share its network
+    namespace (kubernetes pkg/kubelet/kuberuntime: one sandbox per pod), so a sibling container
+    listening on the port answers and nothing else can; no network policy applies to it (the
+    Kubernetes NetworkPolicy API: traffic to and from the node's and the pod's own addresses is
+    not selected). A sibling that declares no ports is taken to listen, and that is said once."""
+    sim = rt.sim
+    listener, assumed = rt.listener(target.port, container)
+    if listener is not None and assumed:
+        text = (
+            f"{target} is taken to be served by container {listener} of the same pod (it declares no ports; "
+            f"container {container} of {_workload(rt)} connects to it)"
+        )
+        if not any(e.message == text for e in sim.trace.find(what="behaviour-assumed")):
+            rt.log("behaviour-assumed", text, cause, container=container)
+    if listener is not None and rt.serves(listener):
+        event = rt.log(
+            "connected",
+            f"{container} connected to {target} on the pod's loopback: container {listener} listens on {target.port}",
+            cause, target=str(target), attempt=1, dial=f"127.0.0.1:{target.port}", container=container, decided_by=[],
+        )
+        return ConnectResult(True, sim.now, "", event)
+    # the kernel answers a SYN to a loopback port nobody listens on with RST at once
+    address = "[::1]" if target.host == "::1" else "127.0.0.1"
+    error = f"dial tcp {address}:{target.port}: connect: connection refused"
+    why = (
+        f"container {listener} of the pod, which listens on it, is not serving yet"
+        if listener is not None
+        else "no other container of the pod listens on it"
+    )
+    event = rt.log(
+        "connect-refused", f"{container} could not connect to {target} ({why}): {error}",
+        cause, target=str(target), container=container, error=error, loopback=True,
+    )
+    return ConnectResult(False, sim.now, error, event)
+
+
 def wait_loop(rt: PodRuntime, model: ContainerModel, cause: int) -> Generator[Any, Any, int]:
     """Poll the wait loop's targets in turn until each answers or a bound expires."""
     assert model.wait is not None
@@ -497,7 +543,7 @@ def _wait_for(rt: PodRuntime, model: ContainerModel, target: Need, cause: int) -
     rt.activity[model.name] = f"waiting for {target}"
     while True:
         limit = wait.probe_timeout if end is None else min(wait.probe_timeout, end - sim.now)
-        res = yield from rt.k.net.connect(rt.key, target, limit, cause=last, container=model.name)
+        res = yield from dial(rt, target, limit, last, model.name)
         if res.ok:
             event = rt.log(
                 "container-log",

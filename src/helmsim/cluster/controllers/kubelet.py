@@ -403,6 +403,8 @@ class PodRuntime:
         self.runs: dict[str, int] = defaultdict(int)
         self.pending_probes: dict[str, tuple[int, float]] = {}
         """Containers whose probes wait for the process to serve: name → (run, start)."""
+        self.serving: dict[str, int] = {}
+        """App containers (name → run) whose process serves (listens) in that run."""
         self.gated_serving: dict[str, int] = {}
         """Containers (name → run) that serve while their catalog entry fails their probes
         (``probesFail``): a liveness probe the gate does not cover passes."""
@@ -1006,8 +1008,25 @@ class PodRuntime:
     ) -> None:
         running.schedule_probes(self, c, st, run, model)
 
+    def listener(self, port: int, dialer: str) -> tuple[str | None, bool]:
+        """The app container other than ``dialer`` that listens on ``port`` of the pod's
+        loopback: one declaring it as a containerPort, else the only one declaring no ports
+        (``(name, True)``: taken to listen); ``(None, False)`` when none can."""
+        others = [c for c in self.apps if str(c.get("name")) != dialer]
+        for c in others:
+            if any(isinstance(p, Mapping) and p.get("containerPort") == port for p in c.get("ports") or ()):
+                return str(c.get("name")), False
+        silent = [c for c in others if not c.get("ports")]
+        return (str(silent[0].get("name")), True) if len(silent) == 1 else (None, False)
+
+    def serves(self, name: str) -> bool:
+        """Whether app container ``name`` runs and its current run's process serves."""
+        st = next((s for s in self.app_status if s["name"] == name), None)
+        return st is not None and "running" in st["state"] and self.serving.get(name) == self.runs[name] - 1
+
     def now_serving(self, name: str, run: int) -> None:
         """Container ``name``'s process serves from now (its needs and checks passed)."""
+        self.serving[name] = run
         for c, st in zip(self.apps, self.app_status, strict=True):
             if str(c.get("name")) == name:
                 running.now_serving(self, c, st, run)

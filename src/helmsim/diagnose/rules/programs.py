@@ -141,6 +141,11 @@ _FIXES = {
         "make {what} ready before {container} gives up (when its own pods never get Ready, that is "
         "the finding to fix first), or start it once {what} is ready (a HelmRelease this one dependsOn)"
     ),
+    "loopback": (
+        "point {container} at its peer's Service instead of the pod's own loopback, or run what "
+        "serves {what} as a container of the same pod (a sidecar, such as a database proxy, "
+        "declaring that port)"
+    ),
     "peer": (
         "make {what} exist before it runs (install what serves it first: a HelmRelease this one "
         "dependsOn, or a subchart), or point the container's configuration at a peer that exists"
@@ -197,6 +202,17 @@ def _still_waiting(run: ProfileRun) -> list[TraceEvent]:
     return out
 
 
+def _is_loopback(need: str) -> bool:
+    """Whether the need names the pod's own loopback (``127.0.0.1:3306``, ``localhost:5432``)."""
+    from helmsim.cluster.behaviour import parse_need
+    from helmsim.errors import InputError
+
+    try:
+        return parse_need(need, namespace="default").kind == "loopback"
+    except InputError:
+        return False
+
+
 def _dropped_later(run: ProfileRun, ev: TraceEvent) -> bool:
     """Whether a later run of the container whose connection was refused at ``ev`` had the same
     need fail another way (dropped once the peer was ready): the refusal was not the cause."""
@@ -240,8 +256,9 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
         need = str(ev.data.get("need"))
         if owner is None or located is None:
             continue
-        kind = "peer" if unresolved else "peer-not-ready" if refused else _check_kind(need)
-        if kind in ("peer", "peer-not-ready") and _recovered(run, ev):
+        loopback = refused and _is_loopback(need)
+        kind = "peer" if unresolved else "loopback" if loopback else "peer-not-ready" if refused else _check_kind(need)
+        if kind in ("peer", "peer-not-ready", "loopback") and _recovered(run, ev):
             continue  # a later run of it got through: its peer came up, slower is no failure
         if kind == "peer-not-ready" and _dropped_later(run, ev):
             continue  # its peer came up and a policy dropped it: HS113's finding, not this one
@@ -251,7 +268,7 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             continue
         hr_ref = located[0]
         ready = run.ready(hr_ref)
-        if (kind == "peer-not-ready" or ev.what == "program-waiting") and ready:
+        if (kind in ("peer-not-ready", "loopback") or ev.what == "program-waiting") and ready:
             continue  # it restarted or waited until its peer was up: slower, not a failure
         clause, steps = consequences(run, owner, need=need, named=False)
         entry = str(ev.data.get("entry") or "")
@@ -259,6 +276,9 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
         missing = (
             f"which does not resolve ({_unresolved(run, need)})"
             if unresolved
+            else "which is the pod's own loopback, where no other container of the pod listens on that port "
+            "(connection refused): no Service or other pod can answer it"
+            if loopback
             else "which has no ready endpoint yet when it connects (connection refused)"
             if refused
             else "which no program has left when it runs"
@@ -267,7 +287,7 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             if kind == "env"
             else "which the cluster does not have when it runs"
         )
-        if refused and not entry:
+        if refused and not entry and not loopback:
             missing += (
                 ", and no behaviour is known for its image: helmsim assumed it connects once at start "
                 "and exits when refused (a program that retries would wait for its peer instead)"
