@@ -73,6 +73,7 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         _validate_volume_mounts(out, kind, api_version)
     if (kind, api_version) in (("NetworkPolicy", "networking.k8s.io/v1"), ("Service", "v1")):
         _validate_port_names(out, kind, api_version)
+    validate_spec(out)
     if kind == "Pod" and api_version == "v1":
         admit_pod(sim, out)
     # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks)
@@ -253,6 +254,19 @@ def _validate_port_names(obj: Mapping[str, Any], kind: str, api_version: str) ->
 
         name = str((obj.get("metadata") or {}).get("name", ""))
         raise ApiError("Invalid", invalid_message(api_version, kind, name, errors))
+
+
+def validate_spec(obj: Mapping[str, Any]) -> None:
+    """Raise the Invalid StatusError of :mod:`helmsim.cluster.specvalidation` (a
+    PodDisruptionBudget's or HorizontalPodAutoscaler's cross-field rules), on create and update."""
+    from helmsim.cluster.specvalidation import spec_errors
+
+    errors = spec_errors(obj)
+    if errors:
+        from helmsim.kube.fieldcheck import invalid_message
+
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        raise ApiError("Invalid", invalid_message(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), name, errors))
 
 
 def _validate_crd(crd: dict[str, Any]) -> None:

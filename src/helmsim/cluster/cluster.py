@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from helmsim.cluster.admission import admit
+from helmsim.cluster.admission import admit, validate_spec
 from helmsim.cluster.behaviour import BehaviourOverride, Faults
 from helmsim.cluster.controllers.crd import install_crds
 from helmsim.cluster.controllers.kubelet import Kubelet
@@ -78,4 +78,5 @@ def build_cluster(
     Kubelet(sim)
     # kube-apiserver admission applies to everything created from now on (helm, controllers).
     sim.store.admission = lambda obj: admit(sim, obj)
+    sim.store.validation = validate_spec
     return sim

@@ -247,6 +247,9 @@ class Store:
         self._writes: dict[str, int] = defaultdict(int)
         self.admission: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
         """Called on every create (API server admission); may mutate, or raise ApiError."""
+        self.validation: Callable[[Mapping[str, Any]], None] | None = None
+        """Called on every update and apply of an existing object (the API server's update
+        validation); raises ApiError."""
         self.availability: Availability | None = None
         """Consulted before every write: a reason refuses the writer (see :meth:`unavailable`)."""
 
@@ -402,6 +405,8 @@ class Store:
         if "status" in live:
             merged["status"] = live["status"]
         spec_changed = _without_meta(live) != _without_meta(merged)
+        if spec_changed and self.validation is not None:
+            self.validation(merged)
         if spec_changed:
             merged["metadata"]["generation"] = int(live["metadata"].get("generation", 1)) + 1
         self._applied[(key, actor)] = applied
@@ -422,6 +427,8 @@ class Store:
         new = clone(dict(obj))
         if "status" in live and "status" not in new:
             new["status"] = live["status"]
+        if self.validation is not None:
+            self.validation(new)
         self._bump(new)
         self._objects[key] = new
         if not quiet:

@@ -1,0 +1,107 @@
+"""The API server's validation of a few specs whose rules tie fields together, which a field
+schema cannot say: a PodDisruptionBudget's ``minAvailable``/``maxUnavailable`` and a
+HorizontalPodAutoscaler's replica bounds. Each returns the ``field.Invalid`` texts, in
+upstream's order; the caller aggregates them into one Invalid StatusError.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+_PERCENT = re.compile(r"^[0-9]+%$")
+# k8s.io/apimachinery pkg/api/validation: IsValidPercent's message, kept verbatim (two spaces).
+_NOT_PERCENT = (
+    "a valid percent string must be a numeric string followed by an ending '%' "
+    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+)
+
+
+def _go_value(value: Any) -> str:
+    """A scalar as apimachinery field.Error prints it (``%v``, strings ``%q``)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
+
+
+def _int_or_percent(value: Any, path: str) -> list[str]:
+    """kubernetes pkg/apis/apps/validation/validation.go ValidatePositiveIntOrPercent and
+    IsNotMoreThan100Percent."""
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int):
+        return [] if value >= 0 else [f"{path}: Invalid value: {value}: must be greater than or equal to 0"]
+    if isinstance(value, str):
+        if not _PERCENT.match(value):
+            return [f"{path}: Invalid value: {_go_value(value)}: {_NOT_PERCENT}"]
+        if int(value[:-1]) > 100:
+            return [f"{path}: Invalid value: {_go_value(value)}: must not be greater than 100%"]
+    return []
+
+
+def pod_disruption_budget(obj: Mapping[str, Any]) -> list[str]:
+    """kubernetes pkg/apis/policy/validation/validation.go ValidatePodDisruptionBudgetSpec: not
+    both ``minAvailable`` and ``maxUnavailable``; each a non-negative int or a percent ≤ 100%.
+    The first error's value is the whole spec, which Go prints as a struct dump (elided here)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    errors: list[str] = []
+    has_min, has_max = spec.get("minAvailable") is not None, spec.get("maxUnavailable") is not None
+    if has_min and has_max:
+        errors.append("spec: Invalid value: policy.PodDisruptionBudgetSpec{…}: minAvailable and maxUnavailable cannot be both set")
+    if has_min:
+        errors.extend(_int_or_percent(spec.get("minAvailable"), "spec.minAvailable"))
+    if has_max:
+        errors.extend(_int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable"))
+    return errors
+
+
+# pkg/apis/autoscaling/validation/validation.go: minReplicasLowerBound is 1 unless the
+# HPAScaleToZero feature gate (alpha, off by default) is on.
+MIN_REPLICAS_LOWER_BOUND = 1
+
+
+def horizontal_pod_autoscaler(obj: Mapping[str, Any]) -> list[str]:
+    """kubernetes pkg/apis/autoscaling/validation/validation.go
+    validateHorizontalPodAutoscalerSpec: ``minReplicas`` ≥ 1, ``maxReplicas`` > 0 and ≥
+    ``minReplicas``."""
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    low, high = _int(spec.get("minReplicas")), _int(spec.get("maxReplicas"))
+    errors: list[str] = []
+    if low is not None and low < MIN_REPLICAS_LOWER_BOUND:
+        errors.append(f"spec.minReplicas: Invalid value: {low}: must be greater than or equal to {MIN_REPLICAS_LOWER_BOUND}")
+    if high is not None:
+        if high < 1:
+            errors.append(f"spec.maxReplicas: Invalid value: {high}: must be greater than 0")
+        if low is not None and high < low:
+            errors.append(f"spec.maxReplicas: Invalid value: {high}: must be greater than or equal to `minReplicas`")
+    return errors
+
+
+def _int(value: Any) -> int | None:
+    """An integer field's value (a bool or other type is the schema check's business)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+VALIDATORS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = {
+    ("policy", "PodDisruptionBudget"): pod_disruption_budget,
+    ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler,
+}
+"""(API group, kind) → its validator: every served version is validated alike (one internal type)."""
+
+
+def spec_errors(obj: Mapping[str, Any]) -> list[str]:
+    """The validation errors of ``obj``'s spec, when its kind is one of :data:`VALIDATORS`."""
+    api = str(obj.get("apiVersion") or "")
+    group = api.rsplit("/", 1)[0] if "/" in api else ""
+    validator = VALIDATORS.get((group, str(obj.get("kind") or "")))
+    return validator(obj) if validator is not None else []
+
+
+__all__ = ["MIN_REPLICAS_LOWER_BOUND", "VALIDATORS", "horizontal_pod_autoscaler", "pod_disruption_budget", "spec_errors"]
