@@ -28,11 +28,11 @@ TAIL = (
     "upgrade read the cluster there, so what those templates render may differ"
 )
 CALLS = "templates/_helpers.tpl:11, templates/configmap.yaml:2, charts/kit/templates/_secrets.tpl:3"
-NOTE = f"HelmRelease default/lookup-app: chart lookup-app@0.1.0 calls lookup ({CALLS}){TAIL}"
+NOTE = f"HelmRelease default/lookup-app: chart lookup-app@0.1.0 may call lookup ({CALLS}){TAIL}"
 
 
 def _lookup_notes(notes: list[str]) -> list[str]:
-    return [n for n in notes if "calls lookup" in n]
+    return [n for n in notes if "call lookup" in n]
 
 
 def test_the_note_names_each_call_a_render_reaches_with_its_file_and_line() -> None:
@@ -47,7 +47,7 @@ def test_a_subchart_rendered_only_when_enabled_adds_its_call_then() -> None:
     result = simulate_chart("lookup", sets=("tools.enabled=true",))
     calls = f"{CALLS}, charts/tools/templates/configmap.yaml:6"
     assert _lookup_notes(result.notes) == [
-        f"HelmRelease default/lookup-app: chart lookup-app@0.1.0 calls lookup ({calls}){TAIL}"
+        f"HelmRelease default/lookup-app: chart lookup-app@0.1.0 may call lookup ({calls}){TAIL}"
     ]
 
 
@@ -102,7 +102,7 @@ def test_simulate_says_it_once_in_text_and_json() -> None:
     args = ["simulate", str(HERE / "lookup"), "--no-color"]
     out: Any = CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
     assert out.exit_code == 0, out.output
-    assert out.stdout.count("calls lookup") == 1
+    assert out.stdout.count("may call lookup") == 1
     assert f"note: {NOTE}" in out.stdout
     out = CliRunner().invoke(app, [*args, "--format", "json"])
     assert out.exit_code == 0, out.output
@@ -113,18 +113,18 @@ def test_check_says_it_once_across_profiles() -> None:
     args = ["check", str(HERE / "lookup"), "-p", "kind", "-p", "cilium-always", "--no-color"]
     out: Any = CliRunner().invoke(app, args, env={"COLUMNS": "1000"})
     assert out.exit_code == 0, out.output
-    assert out.stdout.count("calls lookup") == 1
+    assert out.stdout.count("may call lookup") == 1
     assert NOTE in out.stdout
 
 
 def test_plan_warns_of_it_and_render_does_not() -> None:
     out: Any = CliRunner().invoke(app, ["plan", str(HERE / "lookup")])
     assert out.exit_code == 0, out.output
-    assert f"warning: chart lookup-app@0.1.0 calls lookup ({CALLS}){TAIL}" in out.stderr
+    assert f"warning: chart lookup-app@0.1.0 may call lookup ({CALLS}){TAIL}" in out.stderr
     # `render` is helm template itself: there the empty answer is what Helm gives too
     out = CliRunner().invoke(app, ["render", str(HERE / "lookup")])
     assert out.exit_code == 0, out.output
-    assert "calls lookup" not in out.stderr
+    assert "call lookup" not in out.stderr
 
 
 def test_many_calls_are_counted_past_the_first_six_and_an_unreadable_chart_is_said(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_many_calls_are_counted_past_the_first_six_and_an_unreadable_chart_is_sa
     (chart / "templates" / "cm.yaml").write_text("".join(f'{{{{ lookup "v1" "Secret" "ns" "s{i}" }}}}\n' for i in range(8)))
     text = lookup.note(chart, "many@0.1.0", ["many/templates/cm.yaml"])
     assert text == (
-        "chart many@0.1.0 calls lookup (templates/cm.yaml:1, templates/cm.yaml:2, templates/cm.yaml:3, "
+        "chart many@0.1.0 may call lookup (templates/cm.yaml:1, templates/cm.yaml:2, templates/cm.yaml:3, "
         f"templates/cm.yaml:4, templates/cm.yaml:5, templates/cm.yaml:6 and 2 more){TAIL}"
     )
     text = lookup.note(tmp_path / "gone", "gone@1.0.0")

@@ -83,7 +83,7 @@ def note(
     shown = ", ".join(str(c) for c in found[:SHOWN])
     if len(found) > SHOWN:
         shown += f" and {len(found) - SHOWN} more"
-    return f"chart {chart} calls lookup ({shown}): {tail}"
+    return f"chart {chart} may call lookup ({shown}): {tail}"  # a call under an if that was false counts
 
 
 def calls(
