@@ -184,6 +184,11 @@ def test_every_source_of_needs_applies_the_rule() -> None:
         ("https://kc.auth.svc:8443", Need("service", "auth/kc", 8443)),
         ("http://db.ops/", Need("service", "ops/db", 80)),  # a known Service of another namespace
         ("https://x.example.com?x=1", Need("fqdn", "x.example.com", 443)),
+        # Kafka listener URLs (bitnami libschemaregistry.sh: [_a-zA-Z]*://(host):(port))
+        ("PLAINTEXT://web-0.web.apps.svc.cluster.local:9092", Need("service", "apps/web", 9092)),
+        ("SASL_SSL://broker.example.com:9093", Need("fqdn", "broker.example.com", 9093)),
+        ("PLAINTEXT://127.0.0.1:9092", Need("loopback", "127.0.0.1", 9092)),
+        ("localhost:5432", Need("loopback", "localhost", 5432)),
     ],
 )
 def test_a_url_need_is_its_host_and_port(text: str, need: Need) -> None:

@@ -87,14 +87,19 @@ def parse_need(
     where: str = NEEDS_ANNOTATION,
     services: Container[tuple[str, str]] = frozenset(),
 ) -> Need:
-    """Parse ``kube-apiserver``, ``dns``, ``host:port``, ``svc/<ns>/<name>:<port>``, ``CIDR:port``
-    or an ``http(s)://host[:port]/…`` URL (its scheme's port by default) (a host named ``name.ns``
-    is a Service when ``services`` holds it: :func:`_name_need`)."""
+    """Parse ``kube-apiserver``, ``dns``, ``host:port``, ``svc/<ns>/<name>:<port>``, ``CIDR:port``,
+    an ``http(s)://host[:port]/…`` URL (its scheme's port by default) or another scheme's
+    ``SCHEME://host:port`` (a Kafka listener) (a host named ``name.ns`` is a Service when
+    ``services`` holds it: :func:`_name_need`)."""
     item = text.strip()
     if item in ("kube-apiserver", "apiserver"):
         return Need("kube-apiserver")
     if item == "dns":
         return Need("dns")
+    broker = _SCHEME_HOST_PORT.match(item)
+    if broker is not None and broker.group("scheme").lower() not in ("http", "https") and 0 < int(broker.group("port")) < 65536:
+        # a Kafka listener URL (PLAINTEXT://kafka:9092, SASL_SSL://…): the host and port it dials
+        return _host_need(broker.group("host").strip("[]"), int(broker.group("port")), namespace, addresses.CLUSTER_DOMAIN, services)
     url = _URL.match(item)
     if url is not None and item[url.end():][:1] in ("", "/", "?", "#"):
         port = int(url.group("port") or (443 if url.group("scheme") == "https" else 80))
@@ -1331,6 +1336,7 @@ _TIMEOUT = re.compile(
 )
 _SLEEP = re.compile(r"\bsleep\s+(?P<n>[0-9.]+)(?P<u>[smh]?)")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_SCHEME_HOST_PORT = re.compile(r"^(?P<scheme>[A-Za-z_][A-Za-z0-9_+.-]*)://(?P<host>\[[^\]]+\]|[^/:?#\s'\"]+):(?P<port>[0-9]{1,5})/?$")
 _URL = re.compile(r"(?P<scheme>https?)://(?P<host>\[[^\]]+\]|[^/:?#\s'\"]+)(?::(?P<port>[0-9]+))?")
 
 
