@@ -49,3 +49,14 @@ def test_a_sidecar_without_ports_is_taken_to_listen_and_that_is_said() -> None:
     assert result.releases[0].outcome == "Ready"
     assert "127.0.0.1:3306 is taken to be served by container cloud-sql-proxy of the same pod (it declares no ports; " \
         "container wordpress of Deployment/default/wp connects to it)" in assumed_behaviours(result.trace)
+
+
+def test_the_unknown_note_names_the_container_when_a_sibling_of_its_image_is_known() -> None:
+    """The wordpress image's entrypoint is a catalog entry; its prepare-base-dir init container
+    runs a script nothing describes. "no behaviour known for image …wordpress" read as if the
+    entry did not apply."""
+    notes = [n for n in assumed_behaviours(simulate_chart(CHART, values=("ci/proxy-values.yaml",)).trace) if "bitnami/wordpress" in n]
+    assert notes == [
+        "no behaviour known for image docker.io/bitnami/wordpress:6.8.2-debian-12-r4: assumed to start and succeed "
+        "(container prepare-base-dir of Deployment/default/wp; a catalog entry describes the pod's other container of this image)"
+    ]

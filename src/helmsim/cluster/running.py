@@ -608,12 +608,17 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
             text += f"; it {'; '.join(unread)}"
         # what would change a verdict keys the note; whether it runs until stopped is the
         # workload's kind (a Job's pod and a Deployment's of one image), said the first time only
+        # a catalog entry describes a sibling of the same image (bitnami wordpress's init
+        # container runs the wordpress image too): the note is about this container only
+        sibling = any(m.known and m.image == model.image for m in rt.model.containers.values() if m is not model)
+        if sibling:
+            text += f" (container {model.name} of {_workload(rt)}; a catalog entry describes the pod's other container of this image)"
         said = seen.setdefault(model.image, set())
         key = text.replace(" (it runs until stopped)", "")
         if key in said:
             continue
         said.add(key)
-        if len(said) > 1:
+        if len(said) > 1 and not sibling:
             text += f" (container {model.name} of {_workload(rt)})"
         rt.log("behaviour-assumed", text, cause, container=model.name, image=model.image)
 
