@@ -42,3 +42,21 @@ def test_only_the_deployment_the_wait_timed_out_on_is_blamed_for_its_deadline() 
     prefix of Deployment/default/eso-webhook, was blamed though it was Ready."""
     report = check_chart(CHART, release_name=CHART, values=("ci/no-cert-controller-values.yaml",))
     assert [f.location.obj for f in report.findings if f.rule == "HS110"] == ["Deployment/default/eso-webhook"]
+
+
+def test_a_cert_controller_its_role_does_not_let_update_the_secret_is_forbidden() -> None:
+    """What a program writes is authorized as its pod's ServiceAccount (kubernetes
+    plugin/pkg/auth/authorizer/rbac/rbac.go): without update on secrets the cert controller is
+    refused, the Secret stays empty, and HS116 names the missing permission."""
+    result = simulate_chart(CHART, values=("ci/no-update-values.yaml",))
+    assert result.releases[0].outcome == "Stalled"
+    assert not [e for e in result.trace if e.what == "filled-by-program"]
+    report = check_chart(CHART, release_name=CHART, values=("ci/no-update-values.yaml",))
+    (finding,) = [f for f in report.findings if f.rule == "HS116" and "cert-controller" in f.location.obj]
+    assert finding.occurrences[0].message.startswith(
+        "Deployment/default/eso-cert-controller's container cert-controller (catalog entry external-secrets-cert-controller) needs "
+        "permission to update secrets in default as ServiceAccount eso-cert-controller, which RBAC does not grant it (Forbidden); "
+        'it gives up (secrets "eso-webhook" is forbidden: User "system:serviceaccount:default:eso-cert-controller" cannot update '
+        'resource "secrets" in API group "" in the namespace "default")'
+    )
+    assert finding.fixes[0].summary.startswith("grant it permission to update secrets in default as ServiceAccount eso-cert-controller")

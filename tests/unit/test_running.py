@@ -34,7 +34,11 @@ def _rbac(sa: str = "op") -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": sa},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+            "rules": [
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+                # kube-webhook-certgen creates its Secret (ingress-nginx job-patch/role.yaml)
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create"]},
+            ],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -370,6 +370,32 @@ def _give_up(
     return code
 
 
+def _forbidden(rt: PodRuntime, model: ContainerModel, verb: str, obj: Mapping[str, Any], last: int | None) -> bool:
+    """Whether RBAC refuses the program's ``verb`` on ``obj`` (its log line is written); an
+    undecidable call (a ClusterRole the simulation lacks) is allowed and said once."""
+    sa = str(rt.spec.get("serviceAccountName") or rt.spec.get("serviceAccount") or "default")
+    err, unresolved = rt.k.auth.decide(rt.key[0], sa, verb, obj)
+    if unresolved:
+        meta = obj.get("metadata") or {}
+        text = (
+            f"container {model.name} of {_workload(rt)} may {verb} {obj.get('kind')}/{meta.get('name')} only through a "
+            f"role the simulation does not hold ({unresolved}): assumed allowed"
+        )
+        if not any(e.message == text for e in rt.sim.trace.find(what="behaviour-assumed")):
+            rt.log("behaviour-assumed", text, last, container=model.name)
+    if err is None:
+        return False
+    meta = obj.get("metadata") or {}
+    where = f" in {meta.get('namespace')}" if meta.get("namespace") else ""
+    need = f"{RBAC_NEED_PREFIX}{verb} {rt.k.auth.resource_of(obj)}{where} as ServiceAccount {sa}"
+    _give_up(rt, model, need, err, model.fail_exit_code, err, last, network=False)
+    return True
+
+
+RBAC_NEED_PREFIX = "permission to "
+"""How a need on RBAC reads: ``permission to update secrets in ns as ServiceAccount sa``."""
+
+
 def _actor(rt: PodRuntime) -> str:
     sa = rt.spec.get("serviceAccountName") or rt.spec.get("serviceAccount") or "default"
     return f"system:serviceaccount:{rt.key[0]}:{sa}"
@@ -392,6 +418,8 @@ def _create(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generato
         kind = str(obj.get("kind"))
         if rt.store.get(kind, meta.get("namespace"), str(meta.get("name"))) is not None:
             continue
+        if _forbidden(rt, model, "create", obj, last):
+            return 1
         try:
             rt.store.create(dict(obj), actor=_actor(rt), cause=last)
         except ApiUnreachable:
@@ -423,6 +451,8 @@ def _fill(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generator[
             continue  # its existence was this attempt's check; deleted since, it is filled next time
         if all(_field_set(live, path) for path in paths):
             continue
+        if _forbidden(rt, model, "update", live, last):
+            return 1
         obj = copy.deepcopy(live)
         for path in paths:
             *parents, leaf = path_parts(path)
@@ -451,6 +481,11 @@ def _fill(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generator[
 def _apply(rt: PodRuntime, model: ContainerModel, last: int | None) -> Generator[Any, Any, int]:
     name = model.name
     for obj in model.applies:
+        meta = obj.get("metadata") or {}
+        exists = rt.store.get(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name"))) is not None
+        # kubectl apply: a PATCH of an object that exists, else a CREATE
+        if _forbidden(rt, model, "patch" if exists else "create", obj, last):
+            return 1
         try:
             live, created = rt.store.apply(obj, actor=_actor(rt), cause=last)
         except ApiUnreachable:

@@ -26,6 +26,7 @@ from typing import Any
 import simpy
 
 from helmsim.cluster import podrefs, running
+from helmsim.cluster.programauth import ProgramAuth
 from helmsim.cluster.controllers.attach import MAX_WAIT_FOR_UNMOUNT, Attachments, Volume, volumes_to_attach
 from helmsim.cluster.controllers.attach import SOURCE as ATTACH_SOURCE
 from helmsim.cluster.behaviour import (
@@ -300,6 +301,8 @@ class Kubelet(Controller):
         self.contexts = BehaviourContexts(sim)
         self.images: dict[str, set[str]] = defaultdict(set)
         self._ips: dict[str, int] = {}
+        self.auth = ProgramAuth(sim)
+        """RBAC of what programs write as their pods' ServiceAccounts."""
         self.assumed_images: dict[str, set[str]] = {}
         """Per image whose behaviour the simulation assumed, the notes said about it (each once)."""
         self.attachments = Attachments(sim)

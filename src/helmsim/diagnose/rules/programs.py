@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from helmsim.cluster.behaviour import ENV_SUFFIX, STATE_SUFFIX
+from helmsim.cluster.running import RBAC_NEED_PREFIX
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
@@ -137,6 +138,12 @@ _FIXES = {
         "(.helmsim.yaml catalog:, docs/behaviour.md); otherwise start it once {what} is ready (an init "
         "container that waits for it, or a HelmRelease this one dependsOn)"
     ),
+    # kubernetes plugin/pkg/auth/authorizer/rbac/rbac.go: only a rule of a role bound to the
+    # account allows the call
+    "rbac": (
+        "grant it {what}: a rule with that verb on that resource in a Role (or ClusterRole) bound to the "
+        "ServiceAccount by a RoleBinding in that namespace (or a ClusterRoleBinding)"
+    ),
     "peer-not-ready-known": (
         "make {what} ready before {container} gives up (when its own pods never get Ready, that is "
         "the finding to fix first), or start it once {what} is ready (a HelmRelease this one dependsOn)"
@@ -173,6 +180,8 @@ def _unresolved(run: ProfileRun, need: str) -> str:
 
 
 def _check_kind(need: str) -> str:
+    if need.startswith(RBAC_NEED_PREFIX):
+        return "rbac"
     if need.endswith(ENV_SUFFIX):
         return "env"
     if need.endswith(STATE_SUFFIX):
@@ -283,6 +292,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             if refused
             else "which no program has left when it runs"
             if kind == "state"
+            else "which RBAC does not grant it (Forbidden)"
+            if kind == "rbac"
             else "which its pod spec does not set"
             if kind == "env"
             else "which the cluster does not have when it runs"
