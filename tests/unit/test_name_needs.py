@@ -129,6 +129,10 @@ CTX = BehaviourContext(services=[_svc("ops", "db"), _svc("cache", "redis-master"
     [
         ({"DATABASE_URL": "postgres://app@db.ops:5432/app"}, [Need("service", "ops/db", 5432)]),
         ({"DATABASE_URL": "postgres://app@db.ops/app"}, [Need("service", "ops/db", 5432)]),
+        # JDBC URLs (bitnami keycloak KC_DB_URL; a SQL Server one ends its host at ';')
+        ({"KC_DB_URL": "jdbc:postgresql://db.ops:5432/bitnami_keycloak"}, [Need("service", "ops/db", 5432)]),
+        ({"KC_DB_URL": "jdbc:postgresql://db.ops/keycloak?ssl=true"}, [Need("service", "ops/db", 5432)]),
+        ({"DB_URL": "jdbc:sqlserver://db.ops:1433;databaseName=app"}, [Need("service", "ops/db", 1433)]),
         ({"REDIS_HOST": "redis-master.cache"}, [Need("service", "cache/redis-master", 6379)]),
         ({"REDIS": "redis-master.cache:6379"}, [Need("service", "cache/redis-master", 6379)]),
         ({"DATABASE_URL": "postgres://app@db.elsewhere:5432/app"}, []),  # no such Service

@@ -12,6 +12,7 @@ overrides (:class:`BehaviourOverride`, e.g. from ``sim.behaviour_overrides``).
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import ipaddress
 import re
@@ -89,8 +90,8 @@ def parse_need(
 ) -> Need:
     """Parse ``kube-apiserver``, ``dns``, ``host:port``, ``svc/<ns>/<name>:<port>``, ``CIDR:port``,
     an ``http(s)://host[:port]/…`` URL (its scheme's port by default) or another scheme's
-    ``SCHEME://host:port`` (a Kafka listener) (a host named ``name.ns`` is a Service when
-    ``services`` holds it: :func:`_name_need`)."""
+    ``SCHEME://host:port[/…]`` (a Kafka listener, a ``jdbc:postgresql://…`` URL) (a host named
+    ``name.ns`` is a Service when ``services`` holds it: :func:`_name_need`)."""
     item = text.strip()
     if item in ("kube-apiserver", "apiserver"):
         return Need("kube-apiserver")
@@ -228,7 +229,7 @@ class WaitLoop(Struct, frozen=True):
     (``for host in "${hosts[@]}"; do retry_while "check $host"``)."""
 
 
-CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state", "env"]
+CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state", "env", "file"]
 STATE_SUFFIX = " (left outside the cluster by another program)"
 """How a ``state`` check reads in needs and findings: ``the <state> (left outside …)``."""
 
@@ -284,6 +285,8 @@ class Check(Struct, frozen=True):
             return f"the {self.target}{STATE_SUFFIX}"
         if self.kind == "env":
             return f"{self.target}{ENV_SUFFIX}"
+        if self.kind == "file":
+            return f"{self.target} set"
         return f"{self.target} deleted"
 
 
@@ -557,6 +560,9 @@ class BehaviourContext:
     service_accounts: Sequence[Mapping[str, Any]] = ()
     """ServiceAccounts (to tell whether a pod gets a token: ``automountServiceAccountToken``)."""
     config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    secrets: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    """``(namespace, name)`` → a Secret's decoded files: read only for a ``file`` check's key
+    presence (:func:`_secret_file`), never into notes or needs."""
     services: Sequence[Mapping[str, Any]] = ()
     pod_templates: Sequence[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = ()
     pod_specs: Sequence[tuple[str, Mapping[str, Any]]] = ()
@@ -1336,7 +1342,10 @@ _TIMEOUT = re.compile(
 )
 _SLEEP = re.compile(r"\bsleep\s+(?P<n>[0-9.]+)(?P<u>[smh]?)")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_SCHEME_HOST_PORT = re.compile(r"^(?P<scheme>[A-Za-z_][A-Za-z0-9_+.-]*)://(?P<host>\[[^\]]+\]|[^/:?#\s'\"]+):(?P<port>[0-9]{1,5})/?$")
+_SCHEME_HOST_PORT = re.compile(
+    r"^(?:jdbc:)?(?P<scheme>[A-Za-z_][A-Za-z0-9_+.-]*)://(?:[^@/\s]*@)?(?P<host>\[[^\]]+\]|[^/:?#;@\s'\"]+):(?P<port>[0-9]{1,5})(?:[/?#;]\S*)?$",
+    re.IGNORECASE,
+)
 _URL = re.compile(r"(?P<scheme>https?)://(?P<host>\[[^\]]+\]|[^/:?#\s'\"]+)(?::(?P<port>[0-9]+))?")
 
 
@@ -1704,8 +1713,9 @@ _SCHEME_PORTS = {
     "mongodb": 27017, "nats": 4222, "kafka": 9092, "memcached": 11211, "tcp": 0,
 }
 _ENV_URL = re.compile(
-    r"^(?P<scheme>[a-z][a-z0-9+.-]*)://(?:[^@/\s]*@)?(?P<host>[A-Za-z0-9.-]+)(?::(?P<port>[0-9]+))?(?:[/?#]|$)"
+    r"^(?P<scheme>[a-z][a-z0-9+.-]*)://(?:[^@/\s]*@)?(?P<host>[A-Za-z0-9.-]+)(?::(?P<port>[0-9]+))?(?:[/?#;]|$)"
 )
+_JDBC = re.compile(r"^jdbc:(?=[a-z][a-z0-9+.-]*://)", re.IGNORECASE)
 _ENV_HOSTPORT = re.compile(r"^(?P<host>[A-Za-z][A-Za-z0-9.-]*):(?P<port>[0-9]{1,5})$")
 
 
@@ -1727,7 +1737,9 @@ def env_peers(
     known = ctx.services_by_name(namespace)
     found: list[tuple[str, str, int]] = []
     for key, value in sorted(env.items()):
-        text = value.strip()
+        # a JDBC URL is jdbc:<subprotocol>:<subname> (java.sql.DriverManager), the subname a URL
+        # for the network drivers: jdbc:postgresql://db:5432/app (bitnami keycloak KC_DB_URL)
+        text = _JDBC.sub("", value.strip())
         m = _ENV_URL.match(text)
         if m is not None:
             port = int(m.group("port") or _SCHEME_PORTS.get(m.group("scheme"), 0))
@@ -1805,6 +1817,7 @@ def _container(
 
     name = str(c.get("name", ""))
     view = container_view(c, pod, lambda path: _mounted_file(path, c, pod, ctx, namespace), ctx.config_maps)
+    view = dataclasses.replace(view, private_files=lambda path: _secret_file(path, c, pod, ctx, namespace))
     program, notes = match_program(
         view, namespace, entries, ctx.cluster_domain, ctx.services_by_name(namespace)
     )
@@ -2030,6 +2043,34 @@ def _config_map_entries(
                     )
                 )
     return out
+
+
+def _secret_file(
+    path: str, c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
+) -> str | None:
+    """The text of the file at ``path`` when a ConfigMap or Secret mount of the container holds
+    it (kubernetes pkg/volume/secret: ``items`` map keys to paths, else every key is a file)."""
+    text = _mounted_file(path, c, pod, ctx, namespace)
+    if text is not None:
+        return text
+    volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or ()}
+    for mount in c.get("volumeMounts") or ():
+        mpath = str(mount.get("mountPath", "")).rstrip("/")
+        secret = (volumes.get(mount.get("name")) or {}).get("secret")
+        if not secret or not mpath or not path.startswith(mpath):
+            continue
+        data = ctx.secrets.get((namespace, str(secret.get("secretName"))))
+        if data is None:
+            continue
+        files = {str(i.get("path")): str(i.get("key")) for i in secret.get("items") or ()} or {k: k for k in data}
+        if mount.get("subPath"):
+            if path == mpath:
+                return data.get(files.get(str(mount["subPath"]), str(mount["subPath"])))
+            continue
+        key = files.get(path[len(mpath) :].lstrip("/"))
+        if key is not None and key in data:
+            return data[key]
+    return None
 
 
 def _mounted_file(

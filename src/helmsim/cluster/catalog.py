@@ -149,6 +149,11 @@ class CheckSpec(_Model):
     """The container's environment defines one of these (``A``, or ``A+B`` for all of them): a
     literal, or from a Secret or ConfigMap, the value not read; a credential the program needs
     at start."""
+    file: str | None = Field(default=None, pattern=r"^(?:/.+|-{1,2}[A-Za-z0-9][A-Za-z0-9._-]*)$")
+    """The YAML or JSON file the program reads at start: a flag giving its path (``-config``) or
+    the path; with ``key``, a dotted path in it that must be set and not empty."""
+    key: str | None = Field(default=None, pattern=_PATH)
+    """With ``file``: the key the program requires (``receivers``)."""
     field: str | None = Field(default=None, pattern=_PATH)
     """With ``object``: a dotted path in it that must be set and not empty (``\\.`` is a dot in a
     key: ``data.tls\\.crt``)."""
@@ -167,9 +172,11 @@ class CheckSpec(_Model):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> CheckSpec:
-        given = [k for k in ("api", "webhook", "object", "state", "env") if getattr(self, k) is not None]
+        given = [k for k in ("api", "webhook", "object", "state", "env", "file") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("a check has exactly one of: api, webhook, object, state, env")
+            raise ValueError("a check has exactly one of: api, webhook, object, state, env, file")
+        if (self.file is None) != (self.key is None):
+            raise ValueError("file and key go together")
         if self.object is not None and self.object.count("/") not in (1, 2):
             raise ValueError("object: expected Kind/namespace/name or Kind/name")
         if self.field is not None and self.object is None:

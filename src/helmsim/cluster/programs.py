@@ -38,6 +38,7 @@ from helmsim.cluster.catalog import CheckSpec, CompiledEntry, EntrySpec, Flag
 from helmsim.cluster.latency import parse_duration
 from helmsim.kube import addresses
 from helmsim.errors import InputError
+from helmsim.yamlio import load_one
 
 # kubernetes third_party/forked/golang/expansion/expand.go: $(VAR) in command and args is
 # replaced by the container's environment variable; $$ escapes; unknown references stay.
@@ -74,6 +75,9 @@ class ContainerView:
     """Every variable its ``env`` defines, Secret references included (their values unread)."""
     env_from_secret: bool = False
     """It takes a Secret's keys through ``envFrom`` (names not known without the Secret)."""
+    private_files: Callable[[str], str | None] | None = field(default=None, compare=False)
+    """The text of a file in its ConfigMap or Secret mounts, for a ``file`` check's key presence
+    only: a Secret's content never reaches a note, a need or a log line."""
     volumes: Mapping[str, str] = field(default_factory=dict)
     """The Secret or ConfigMap each of its pod's volumes names, by volume name
     (``${volume.NAME}`` templates)."""
@@ -382,6 +386,25 @@ ENV_SET = Check("env", "")
 keys whose names are not known); it is not checked."""
 
 
+def _file_key_set(spec: CheckSpec, view: ContainerView) -> bool | None:
+    """Whether the ``key`` of the file a ``file`` check names is set and not empty (decided from
+    the pod spec: its ConfigMap and Secret mounts); None when the file cannot be read."""
+    assert spec.file is not None and spec.key is not None
+    path = spec.file if spec.file.startswith("/") else flag_value(view.argv, spec.file)
+    text = view.private_files(path) if path and view.private_files is not None else None
+    if text is None:
+        return None
+    try:
+        doc: Any = load_one(text, path or "")
+    except InputError:
+        return False  # the program cannot read it either
+    from helmsim.cluster.running import path_parts
+
+    for part in path_parts(spec.key):
+        doc = doc.get(part) if isinstance(doc, Mapping) else None
+    return doc not in (None, "", [], {})
+
+
 def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Check | None:
     """The check, or None when its object cannot be named from the container's arguments."""
     errors: list[tuple[str, str]] = []
@@ -461,6 +484,17 @@ def _image_program(
     checks: list[Check] = []
     for c in spec.checks:
         if any(fnmatch.fnmatchcase(a, p) for a in view.argv for p in c.unless_args):
+            continue
+        if c.file is not None:
+            held = _file_key_set(c, view)
+            if held is None:
+                notes.append(
+                    f"cannot tell whether {c.key} is set in the file {c.file} names (not in its ConfigMap or Secret "
+                    "mounts): assumed set"
+                )
+            elif not held:
+                path = c.file if c.file.startswith("/") else flag_value(view.argv, c.file)
+                checks.append(Check("file", f"{c.key} in {path}", errors=(("unmet", c.error or f"{c.key}: not set"),)))
             continue
         compiled = _compile_check(c, view, namespace)
         if compiled is ENV_SET:

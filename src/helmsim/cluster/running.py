@@ -102,8 +102,9 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
         if not serves(sim)(gv, kind):
             return "unmet", check.error("unmet", no_kind_match_message(gv, kind)), False
         return None
-    if check.kind == "env":
-        # compiled only when the container defines none of the variables (programs._compile_check)
+    if check.kind in ("env", "file"):
+        # compiled only when the container defines none of the variables, or its configuration
+        # file lacks the key (decided from the pod spec: programs._compile_check, _file_key_set)
         return "unmet", check.error("unmet", f"{check.target}: not set"), True
     if check.kind == "state":
         if check.target in sim.external_state:

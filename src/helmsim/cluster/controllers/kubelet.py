@@ -15,6 +15,7 @@ resync period (a restart happens exactly when its back-off expires), ephemeral a
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import ipaddress
@@ -179,6 +180,21 @@ def get_phase(
     return "Pending"
 
 
+def _secret_data(secret: Mapping[str, Any]) -> dict[str, str]:
+    """A Secret's files as a mount shows them: ``data`` decoded from base64, ``stringData``
+    over it (kubernetes pkg/apis/core/v1/conversion.go: stringData is merged into data on write).
+    Read only by checks that look at a key's presence; never printed."""
+    out: dict[str, str] = {}
+    for key, value in (secret.get("data") or {}).items():
+        try:
+            out[str(key)] = base64.b64decode(str(value), validate=False).decode("utf-8", "replace")
+        except (ValueError, TypeError):
+            continue
+    for key, value in (secret.get("stringData") or {}).items():
+        out[str(key)] = str(value)
+    return out
+
+
 def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourContext:
     """What the behaviour model may read: the store plus the release being installed.
 
@@ -211,6 +227,10 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         }
         for o in gather("ConfigMap")
     }
+    secrets = {
+        (str(o["metadata"].get("namespace") or ""), str(o["metadata"]["name"])): _secret_data(o)
+        for o in gather("Secret")
+    }
     addressing = addressing_of(sim.profile)
     templates: list[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = []
     specs: list[tuple[str, Mapping[str, Any]]] = []
@@ -237,6 +257,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         roles=gather("Role", "ClusterRole"),
         service_accounts=gather("ServiceAccount"),
         config_maps=config_maps,
+        secrets=secrets,
         services=gather("Service"),
         pod_templates=tuple(templates),
         pod_specs=tuple(specs),

@@ -86,7 +86,10 @@ def seed_storage(sim: Simulation) -> list[dict[str, Any]]:
 
 def is_default_class(sc: Mapping[str, Any]) -> bool:
     """k8s.io/component-helpers storage/volume/helpers.go IsDefaultAnnotation: either annotation "true"."""
-    ann = (sc.get("metadata") or {}).get("annotations") or {}
+    meta = sc.get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(ann, Mapping):
+        return False  # a dump's malformed annotations mark nothing (the API server would refuse them)
     return ann.get(ANN_DEFAULT_CLASS) == "true" or ann.get(ANN_BETA_DEFAULT_CLASS) == "true"
 
 

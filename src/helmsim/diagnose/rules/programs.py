@@ -144,6 +144,10 @@ _FIXES = {
         "grant it {what}: a rule with that verb on that resource in a Role (or ClusterRole) bound to the "
         "ServiceAccount by a RoleBinding in that namespace (or a ClusterRoleBinding)"
     ),
+    "file": (
+        "set {what}: the program reads it at start and exits without it (the chart's values that render "
+        "that configuration file)"
+    ),
     "peer-not-ready-known": (
         "make {what} ready before {container} gives up (when its own pods never get Ready, that is "
         "the finding to fix first), or start it once {what} is ready (a HelmRelease this one dependsOn)"
@@ -182,6 +186,8 @@ def _unresolved(run: ProfileRun, need: str) -> str:
 def _check_kind(need: str) -> str:
     if need.startswith(RBAC_NEED_PREFIX):
         return "rbac"
+    if need.endswith(" set") and " in /" in need:
+        return "file"
     if need.endswith(ENV_SUFFIX):
         return "env"
     if need.endswith(STATE_SUFFIX):
@@ -294,6 +300,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             if kind == "state"
             else "which RBAC does not grant it (Forbidden)"
             if kind == "rbac"
+            else "which its configuration file does not set (read from the file its ConfigMap or Secret mount holds)"
+            if kind == "file"
             else "which its pod spec does not set"
             if kind == "env"
             else "which the cluster does not have when it runs"
@@ -321,6 +329,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             what = what.removesuffix(STATE_SUFFIX)
         if kind == "env":
             what = what.removesuffix(ENV_SUFFIX)
+        if kind == "file":
+            what = what.removesuffix(" set")
         out[key] = Candidate(
             "HS116",
             hr_ref,
