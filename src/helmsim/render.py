@@ -327,6 +327,18 @@ _TEMPLATE_POS = re.compile(r"^(?:template: )?([^:\s]+):(\d+)(?::\d+)?:?\s*")
 _EXEC_POS = re.compile(r"^(?:execution|parse) error at \(([^:\s]+):(\d+)(?::\d+)?\):?\s*")
 
 
+def _one_line(lines: Sequence[str]) -> str:
+    """A multi-line message on one line: after a line ending in punctuation a blank, else ``; `` — not
+    ``: ``, which made ``auth.tls`` and the sentence after it read as a key and its value (and
+    the sentence redacted) in bitnami's VALUES VALIDATION messages."""
+    out = ""
+    for line in lines:
+        if out:
+            out += " " if out.endswith((":", ".", ";", ",", "!", "?")) else "; "
+        out += line
+    return out
+
+
 def _render_error(
     err: Exception, chart_path: Path, values_files: Sequence[str] = (), chart_name: str = ""
 ) -> RenderError:
@@ -341,7 +353,7 @@ def _render_error(
         file, line = where if where is not None else (str(chart_path), None)
         return RenderError(values_schema.one_line(helm_message), helm_message=helm_message, file=file, line=line)
     lines = [part.strip() for part in helm_message.splitlines() if part.strip()]
-    text = ": ".join(lines).replace(":: ", ": ")
+    text = _one_line(lines)
     m = _TEMPLATE_POS.match(text) or _EXEC_POS.match(text)
     if m is None:
         return RenderError(f"render failed: {text}", helm_message=helm_message, file=str(chart_path))

@@ -72,3 +72,22 @@ def test_bare_chart_render_error_stays_bad_input() -> None:
     )
     assert result.exit_code == 2
     assert result.stderr.startswith(f"error: {chart / 'templates' / 'servicemonitor.yaml'}:2: render failed: Either")
+
+
+def test_a_multi_line_validation_message_keeps_its_explanation(tmp_path: Path) -> None:
+    """bitnami's VALUES VALIDATION messages (bitnami/charts bitnami/rabbitmq
+    templates/validation.yaml): their lines were joined with ": ", so ``auth.tls`` and the
+    sentence after it read as a secret-like key and its value, and the sentence was hashed."""
+    chart = tmp_path / "v"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: v\nversion: 0.1.0\n")
+    (chart / "templates" / "validation.yaml").write_text(
+        '{{- fail "\\nVALUES VALIDATION:\\nv: auth.tls\\n    You enabled TLS but did not provide a certificate.\\n'
+        '    Set `auth.tls.existingSecret`." }}\n'
+    )
+    result = CliRunner().invoke(app, ["render", str(chart)])
+    assert result.exit_code == 2
+    assert result.stderr.strip().endswith(
+        "render failed: VALUES VALIDATION: v: auth.tls; You enabled TLS but did not provide a certificate. "
+        "Set `auth.tls.existingSecret`."
+    )
