@@ -1701,9 +1701,13 @@ def fetches(
             if "$" in host:
                 continue  # a variable the environment does not set: where it points is unknown
             need = _host_need(host, port, namespace, domain, services)
-            unread = "; what it serves is not read: the simulation creates none of its objects" if cmd == "kubectl" else ""
+            unread = f"; {URL_UNREAD}" if cmd == "kubectl" else ""
             out.append((need, f"needs {need}: runs `{cmd} … {url}`, which fetches it (assumed to exit non-zero when it cannot){unread}"))
     return out
+
+
+URL_UNREAD = "what it serves is not read: the simulation creates none of its objects"
+"""How a container's note says that ``kubectl apply -f <URL>`` applies objects helmsim cannot see."""
 
 
 # Default ports of URL schemes found in connection-string variables (IANA service names).

@@ -23,7 +23,7 @@ import re
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from helmsim.cluster.behaviour import CYCLE_NOTE, Check, ContainerModel, Need, ProbeGate
+from helmsim.cluster.behaviour import CYCLE_NOTE, URL_UNREAD, Check, ContainerModel, Need, ProbeGate
 from helmsim.cluster.netstate import ConnectResult
 from helmsim.cluster.selectors import matches_map
 from helmsim.cluster.store import ApiError, ApiUnreachable, controller_of
@@ -624,6 +624,12 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
     assert rt.model is not None
     seen = rt.k.assumed_images
     for model in rt.model.containers.values():
+        for note in model.notes:
+            if note.endswith(URL_UNREAD):
+                # `kubectl apply -f https://…`: the objects it creates (CRDs) are not in the simulation
+                text = f"container {model.name} of {_workload(rt)} {note.removeprefix('needs ').split(': ', 1)[-1]}"
+                if not any(e.message == text for e in rt.sim.trace.find(what="behaviour-assumed")):
+                    rt.log("behaviour-assumed", text, cause, container=model.name)
         if model.known or not model.image:
             continue
         text = ASSUMED.format(image=model.image)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from helmsim.cluster.behaviour import URL_UNREAD
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
@@ -438,6 +439,17 @@ def custom_resource_without_crd(run: ProfileRun) -> list[Candidate]:
                 f"install the CRD of {res.kind} first: put it in the chart's crds/ directory, or in a HelmRelease this one "
                 "dependsOn; or add it to the cluster profile (crds:) if the cluster already has it"
             )
+            fetched = [e for e in run.events(what="behaviour-assumed") if e.message.endswith(URL_UNREAD)]
+            if fetched:
+                # argo-workflows' pre-install hook applies its CRDs from raw.githubusercontent.com
+                msg += (
+                    f"; but {fetched[0].message.split(' runs `', 1)[0]} applies objects from a URL helmsim does not read: "
+                    "if they include this CRD, the kind is served once that has run and this finding does not hold"
+                )
+                fix = Fix(
+                    f"if that container installs the CRD of {res.kind}, add the CRD to the cluster profile (crds:) to "
+                    "rehearse the release with it; otherwise " + fix.summary
+                )
         out.append(
             Candidate("HS111", hr_ref, res.ref, Severity.error, msg, chain, [fix], run.variant)
         )
