@@ -11,6 +11,7 @@ model. Entries naming a built-in ``command`` (``kubectl wait``, ``kubectl rollou
 
 from __future__ import annotations
 
+import configparser
 import fnmatch
 import re
 import shlex
@@ -388,19 +389,31 @@ keys whose names are not known); it is not checked."""
 
 def _file_key_set(spec: CheckSpec, view: ContainerView) -> bool | None:
     """Whether the ``key`` of the file a ``file`` check names is set and not empty (decided from
-    the pod spec: its ConfigMap and Secret mounts); None when the file cannot be read."""
+    the pod spec: its ConfigMap and Secret mounts; YAML or JSON, or INI for ``.cnf``/``.ini``
+    with ``section.key``); None when the file cannot be read."""
     assert spec.file is not None and spec.key is not None
     path = spec.file if spec.file.startswith("/") else flag_value(view.argv, spec.file)
     text = view.private_files(path) if path and view.private_files is not None else None
-    if text is None:
+    if text is None or path is None:
         return None
-    try:
-        doc: Any = load_one(text, path or "")
-    except InputError:
-        return False  # the program cannot read it either
     from helmsim.cluster.running import path_parts
 
-    for part in path_parts(spec.key):
+    parts = path_parts(spec.key)
+    if path.endswith((".cnf", ".ini")):
+        # an INI file (MySQL's my.cnf, go-ini): key section.name
+        parser = configparser.ConfigParser(interpolation=None, strict=False, allow_no_value=True)
+        try:
+            parser.read_string(text)
+        except configparser.Error:
+            return False  # the program cannot read it either
+        if len(parts) != 2 or not parser.has_section(parts[0]):
+            return False
+        return bool((parser.get(parts[0], parts[1], fallback="") or "").strip())
+    try:
+        doc: Any = load_one(text, path)
+    except InputError:
+        return False  # the program cannot read it either
+    for part in parts:
         doc = doc.get(part) if isinstance(doc, Mapping) else None
     return doc not in (None, "", [], {})
 
