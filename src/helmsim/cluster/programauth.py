@@ -23,13 +23,13 @@ if TYPE_CHECKING:
 _CRD = "CustomResourceDefinition"
 
 
-class ProgramAuth:
-    """The policy of one simulation, rebuilt when its RBAC objects change."""
+class PolicyCache:
+    """A policy over ``static`` RBAC objects and the store's own, rebuilt when those change
+    (shared by program authorization and Flux's impersonation)."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: Simulation, static: tuple[Mapping[str, Any], ...]) -> None:
         self.sim = sim
-        profile_rbac = getattr(sim.profile, "rbac", None) or ()
-        self.static: tuple[Mapping[str, Any], ...] = (*rbac.bootstrap_objects(), *profile_rbac)
+        self.static = static
         self._cache: tuple[Any, Policy] | None = None
 
     def policy(self) -> Policy:
@@ -39,20 +39,33 @@ class ProgramAuth:
             self._cache = (key, Policy([*self.static, *live]))
         return self._cache[1]
 
+
+def plural_of(sim: Simulation, group: str, kind: str) -> str:
+    """The resource name of ``kind`` in ``group``: a CRD's ``names.plural``, else the guess."""
+    for crd in sim.store.list(_CRD):
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        if spec.get("group") == group and names.get("kind") == kind and names.get("plural"):
+            return str(names["plural"])
+    return guess_plural(kind)
+
+
+class ProgramAuth(PolicyCache):
+    """The policy programs are authorized by: bootstrap roles, the profile's, the store's."""
+
+    def __init__(self, sim: Simulation) -> None:
+        profile_rbac = getattr(sim.profile, "rbac", None) or ()
+        super().__init__(sim, (*rbac.bootstrap_objects(), *profile_rbac))
+
     def resource_of(self, obj: Mapping[str, Any]) -> str:
         """``secrets``, ``certificates.cert-manager.io``: the resource ``obj`` is, as RBAC names it."""
         api = str(obj.get("apiVersion") or "")
         group = api.rsplit("/", 1)[0] if "/" in api else ""
-        plural = self._resource(group, str(obj.get("kind") or ""))
+        plural = plural_of(self.sim, group, str(obj.get("kind") or ""))
         return f"{plural}.{group}" if group else plural
 
     def _resource(self, group: str, kind: str) -> str:
-        for crd in self.sim.store.list(_CRD):
-            spec = crd.get("spec") or {}
-            names = spec.get("names") or {}
-            if spec.get("group") == group and names.get("kind") == kind and names.get("plural"):
-                return str(names["plural"])
-        return guess_plural(kind)
+        return plural_of(self.sim, group, kind)
 
     def decide(self, namespace: str, service_account: str, verb: str, obj: Mapping[str, Any]) -> tuple[str | None, str]:
         """``(Forbidden text or None, reason)``: the text when RBAC refuses ``verb`` on ``obj``;
@@ -75,4 +88,4 @@ class ProgramAuth:
         return rbac.forbidden_message(user, attrs, reason), ""
 
 
-__all__ = ["ProgramAuth"]
+__all__ = ["PolicyCache", "ProgramAuth", "plural_of"]

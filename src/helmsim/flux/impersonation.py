@@ -16,8 +16,8 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from helmsim.cluster.controllers.crd import CRD, crd_names
 from helmsim.cluster.engine import Simulation
+from helmsim.cluster.programauth import PolicyCache, plural_of
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.kube.scope import guess_plural
 from helmsim.flux.helmrelease import HelmRelease
@@ -76,14 +76,12 @@ class Tenant:
     static: tuple[Mapping[str, Any], ...] = ()
     owner: str = ""
     """The HelmRelease (``ns/name``) acting as ``user``."""
-    _cache: tuple[Any, Policy] | None = field(default=None, repr=False)
+    _cache: PolicyCache | None = field(default=None, repr=False)
 
     def policy(self) -> Policy:
-        live = [o for kind in rbac.RBAC_KINDS for o in self.sim.store.list(kind)]
-        key = tuple(((o.get("metadata") or {}).get("uid"), (o.get("metadata") or {}).get("resourceVersion")) for o in live)
-        if self._cache is None or self._cache[0] != key:
-            self._cache = (key, Policy([*self.static, *live]))
-        return self._cache[1]
+        if self._cache is None:
+            self._cache = PolicyCache(self.sim, self.static)
+        return self._cache.policy()
 
     def attributes(self, verb: str, obj: Mapping[str, Any], *, item: bool = True) -> Attributes:
         meta = obj.get("metadata") or {}
@@ -94,11 +92,7 @@ class Tenant:
         )
 
     def _resource(self, group: str, kind: str) -> str:
-        for crd in self.sim.store.list(CRD):
-            names = crd_names(crd)
-            if (crd.get("spec") or {}).get("group") == group and names.get("kind") == kind and names.get("plural"):
-                return str(names["plural"])
-        return guess_plural(kind)
+        return plural_of(self.sim, group, kind)
 
     def denied(self, verb: str, obj: Mapping[str, Any], *, item: bool = True) -> str | None:
         """The Forbidden text of ``verb`` on ``obj`` (its collection when not ``item``)."""
