@@ -377,6 +377,9 @@ def _handle(request: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
             "dependencies": chart.dependencies,
             "crds": chart.crds if request.get("crds") else [],
         }
+    if op == "merge":
+        # chartutil.CoalesceValues of the loaded chart and the release's values (Helm's own)
+        return {"values": state["chart"].merge_values(json.loads(request["values"]))}
     if op == "record":
         # the chart's part of Helm's release record (helmsim.helm.record), from Helm's loader
         from helmsim.helm import record

@@ -264,6 +264,14 @@ def render_chart(
             "(json: unsupported value)",
             file=subject,
         ) from None
+    if crd_files and chart["dependencies"]:
+        # helm/helm pkg/action/install.go RunWithContext: ProcessDependencies drops disabled
+        # subcharts before CRDObjects (helmsim.helm.subcharts)
+        from helmsim.helm import subcharts
+
+        merged = engine_worker.call("merge", subject=subject, values=values)["values"]
+        disabled = subcharts.disabled_subcharts(path, merged)
+        crd_files = [f for f in crd_files if subcharts.crd_kept(f.path, disabled)]
     try:
         cluster = None if opts.cluster is None else list(opts.cluster)
         rendered: dict[str, str] = engine_worker.call(
