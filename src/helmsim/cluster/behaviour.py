@@ -1665,7 +1665,8 @@ def fetches(
     out: list[tuple[Need, str]] = []
     values = env or {}
     script = shellscript.SHELL_VAR.sub(lambda v: values.get(v.group("a") or v.group("b"), v.group(0)), script)
-    for statement in _STATEMENT.split(_LOOP.sub(" ", script)):
+    # a backslash-newline continues the line (POSIX sh 2.2.1): join before splitting statements
+    for statement in _STATEMENT.split(_LOOP.sub(" ", script.replace("\\\n", " "))):
         try:
             tokens = shlex.split(statement)
         except ValueError:

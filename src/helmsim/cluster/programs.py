@@ -197,6 +197,11 @@ def _mounted_script(argv: Sequence[str], script: str, files: Callable[[str], str
     words = script.split()
     if len(words) == 1 and words[0].startswith("/") and words[0] != " ".join(argv):
         return files(words[0])  # sh -c /scripts/setup.sh
+    called = [text for path in _CALLED_SCRIPT.findall(script) if (text := files(path)) is not None]
+    if called:
+        # sh -c "mkdir -p /x && /bin/sh -x /etc/grafana/download_dashboards.sh": the script
+        # and the mounted files it runs (bitnami/charts-style and grafana's init containers)
+        return "\n".join([script, *called])
     rest = list(argv)
     if rest[0].rsplit("/", 1)[-1] in SHELLS:
         rest.pop(0)
@@ -205,6 +210,14 @@ def _mounted_script(argv: Sequence[str], script: str, files: Callable[[str], str
                 return None  # sh -c 'TEXT' (handled above when TEXT is a path)
             rest.pop(0)
     return files(rest[0]) if rest and rest[0].startswith("/") else None
+
+
+# a mounted script a compound `sh -c` runs: after a command separator (or at the start), with an
+# optional shell in front (`/bin/sh -x /etc/x.sh`, `bash /scripts/a.sh`, `/scripts/a.sh`)
+_CALLED_SCRIPT = re.compile(
+    r"(?:^|[;&|(]\s*|&&\s*|\|\|\s*)(?:(?:/(?:usr/)?bin/)?(?:ba|da|a|z)?sh\s+(?:-[A-Za-z]+\s+)*)?(/[\w./-]+\.(?:sh|bash))\b",
+    re.M,
+)
 
 
 def flag_value(argv: Sequence[str], flag: str) -> str | None:
