@@ -27,10 +27,20 @@ class PolicyCache:
     """A policy over ``static`` RBAC objects and the store's own, rebuilt when those change
     (shared by program authorization and Flux's impersonation)."""
 
-    def __init__(self, sim: Simulation, static: tuple[Mapping[str, Any], ...]) -> None:
+    def __init__(self, sim: Simulation, static: tuple[Mapping[str, Any], ...] | None) -> None:
         self.sim = sim
-        self.static = static
+        self._static = static
         self._cache: tuple[Any, Policy] | None = None
+
+    @property
+    def static(self) -> tuple[Mapping[str, Any], ...]:
+        if self._static is None:
+            self._static = self.static_objects()
+        return self._static
+
+    def static_objects(self) -> tuple[Mapping[str, Any], ...]:
+        """The RBAC objects outside the store, read on first use (none by default)."""
+        return ()
 
     def policy(self) -> Policy:
         live = [o for kind in rbac.RBAC_KINDS for o in self.sim.store.list(kind)]
@@ -54,8 +64,10 @@ class ProgramAuth(PolicyCache):
     """The policy programs are authorized by: bootstrap roles, the profile's, the store's."""
 
     def __init__(self, sim: Simulation) -> None:
-        profile_rbac = getattr(sim.profile, "rbac", None) or ()
-        super().__init__(sim, (*rbac.bootstrap_objects(), *profile_rbac))
+        super().__init__(sim, None)  # the bootstrap roles are parsed only when a program writes
+
+    def static_objects(self) -> tuple[Mapping[str, Any], ...]:
+        return (*rbac.bootstrap_objects(), *(getattr(self.sim.profile, "rbac", None) or ()))
 
     def resource_of(self, obj: Mapping[str, Any]) -> str:
         """``secrets``, ``certificates.cert-manager.io``: the resource ``obj`` is, as RBAC names it."""

@@ -24,12 +24,12 @@ from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.behaviour import CYCLE_NOTE, URL_UNREAD, Check, ContainerModel, Need, ProbeGate
-from helmsim.cluster.netstate import ConnectResult
 from helmsim.cluster.selectors import matches_map
 from helmsim.cluster.store import ApiError, ApiUnreachable, controller_of
 
 if TYPE_CHECKING:
     from helmsim.cluster.controllers.kubelet import PodRuntime
+    from helmsim.cluster.netstate import ConnectResult
     from helmsim.cluster.engine import Simulation
 
 # k8s.io/api core/v1/types.go Probe: periodSeconds defaults to 10, successThreshold and
@@ -524,6 +524,8 @@ def _loopback(rt: PodRuntime, target: Need, cause: int | None, container: str) -
     listening on the port answers and nothing else can; no network policy applies to it (the
     Kubernetes NetworkPolicy API: traffic to and from the node's and the pod's own addresses is
     not selected). A sibling that declares no ports is taken to listen, and that is said once."""
+    from helmsim.cluster.netstate import ConnectResult
+
     sim = rt.sim
     listener, assumed = rt.listener(target.port, container)
     if listener is not None and assumed:
