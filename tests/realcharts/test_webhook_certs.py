@@ -60,3 +60,16 @@ def test_a_cert_controller_its_role_does_not_let_update_the_secret_is_forbidden(
         'resource "secrets" in API group "" in the namespace "default")'
     )
     assert finding.fixes[0].summary.startswith("grant it permission to update secrets in default as ServiceAccount eso-cert-controller")
+
+
+def test_a_clusterrole_the_simulation_lacks_is_taken_as_allowing_and_said() -> None:
+    """A binding to a ClusterRole made outside the release cannot be decided: the write is
+    allowed, and the report says it rests on that role."""
+    result = simulate_chart(CHART, values=("ci/external-role-values.yaml",))
+    assert result.releases[0].outcome == "Ready"
+    assert [e for e in result.trace if e.what == "filled-by-program"]
+    notes = [e.message for e in result.trace if e.what == "behaviour-assumed" and "assumed allowed" in e.message]
+    assert notes == [
+        "container cert-controller of Deployment/default/eso-cert-controller may update Secret/eso-webhook only through a role "
+        'the simulation does not hold (clusterrole.rbac.authorization.k8s.io "platform-secret-writer" not found): assumed allowed'
+    ]
