@@ -1859,6 +1859,16 @@ def _container(
             notes.extend(peer_notes)
     if program is not None:
         notes[:0] = program.notes
+        if program.needs is None and program.also_needs:
+            # a peer the program's configuration file names (catalog alsoNeeds): as for the
+            # environment, a Service counts only when the simulation knows it (env_peers)
+            services = ctx.services_by_name(namespace)
+            for need in program.also_needs:
+                if need.kind == "service" and tuple(need.host.split("/", 1)) not in services:
+                    notes.append(f"its configuration file names {need}, which is no Service the simulation knows: not a need")
+                elif need not in needs:
+                    needs.append(need)
+                    notes.append(f"needs {need}: its configuration file names it (catalog entry)")
         if program.needs is not None:
             needs = [*program.needs, *needs]
             if described:

@@ -271,6 +271,10 @@ class EntrySpec(_Model):
     needs: list[str] | None = None
     """Connections it makes, in order (kube-apiserver, dns, host:port, svc/<ns>/<name>:<port>,
     CIDR:port); omitted: inferred from RBAC and policies as for any container."""
+    also_needs: list[str] = Field(default_factory=list)
+    """With ``needs`` omitted: connections added to the inferred ones when their templates can be
+    filled (a peer in a configuration file: ``${file(/etc/grafana/grafana.ini).database.host}``);
+    one that cannot be filled is no need, silently (the file does not set it)."""
     api_server: Literal["inferred", "never"] = "inferred"
     """``never``: the program does not call the API server even when its pod's ServiceAccount
     is bound to a role (another container of the pod uses it); with ``needs`` omitted the

@@ -256,6 +256,8 @@ class Program(Struct, frozen=True):
     ignore_env: frozenset[str] = frozenset()
     """Environment variables it does not dial at start (no need inferred from them)."""
     needs: tuple[Need, ...] | None = None
+    also_needs: tuple[Need, ...] = ()
+    """With ``needs`` None: needs added to the inferred ones."""
     checks: tuple[Check, ...] = ()
     retry: Retry | None = None
     fail_exit_code: int = 1
@@ -349,19 +351,67 @@ def _template(text: str, view: ContainerView, namespace: str) -> str | None:
     return None if missing else out
 
 
-_FILE_KEY = re.compile(r"file\((?P<flag>-{1,2}[A-Za-z0-9][A-Za-z0-9._-]*)\)\.(?P<path>[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)")
+_FILE_KEY = re.compile(
+    r"file\((?P<flag>-{1,2}[A-Za-z0-9][A-Za-z0-9._-]*|/[A-Za-z0-9._/-]+)\)\.(?P<path>[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)"
+)
+
+
+def _filled_needs(
+    texts: Sequence[str],
+    entry: str,
+    view: ContainerView,
+    namespace: str,
+    services: Container[tuple[str, str]],
+    notes: list[str],
+    *,
+    quiet: bool = False,
+) -> tuple[Need, ...]:
+    """The needs of ``texts`` with their templates filled from the container; one that cannot be
+    filled is noted (``quiet``: left out silently, an optional peer its file does not set)."""
+    found: list[Need] = []
+    for text in texts:
+        filled = _template(text, view, namespace)
+        if filled is None:
+            if not quiet:
+                source = (
+                    "the files its ConfigMap volumes mount (a file elsewhere, or a key it lacks, is not read)"
+                    if "${file(" in text
+                    else "the container's arguments"
+                )
+                notes.append(f"cannot tell what {text} means from {source}: not needed")
+            continue
+        # a value listing several targets (ZooKeeper's `zk-0.zk-hs:2181,zk-1.zk-hs:2181`) is
+        # one need each, in order; members behind one Service are one need
+        for item in [p for p in re.split(r"[,;\s]+", filled) if p] or [filled]:
+            try:
+                need = parse_need(item, namespace=namespace, where=f"catalog entry {entry}", services=services)
+            except InputError:
+                notes.append(f"{item!r} (from {text}) is not a target: not needed")
+                continue
+            if need not in found:
+                found.append(need)
+    return tuple(found)
 
 
 def _file_value(key: str, view: ContainerView) -> str | None:
-    """``file(--flag).a.b``: the scalar at ``a.b`` of the YAML (or JSON) file whose path is the
-    value of ``--flag``; None when the flag, the file or the key is not there."""
+    """``file(--flag).a.b`` (or ``file(/path).a.b``): the scalar at ``a.b`` of the YAML (or
+    JSON; INI ``section.key`` for a ``.ini``) file whose path is the value of ``--flag``; None
+    when the flag, the file or the key is not there."""
     m = _FILE_KEY.fullmatch(key)
-    path = flag_value(view.argv, m.group("flag")) if m else None
+    where = m.group("flag") if m else ""
+    path = where if where.startswith("/") else (flag_value(view.argv, where) if m else None)
     text = view.files(path) if path and m and view.files is not None else None
-    if text is None or m is None:
+    if text is None or m is None or path is None:
         return None
-    from helmsim.yamlio import load_one
-
+    if path.endswith(".ini"):
+        parser = configparser.ConfigParser(interpolation=None, strict=False, allow_no_value=True)
+        try:
+            parser.read_string(text)
+        except configparser.Error:
+            return None
+        parts = m.group("path").split(".")
+        found = parser.get(parts[0], parts[1], fallback=None) if len(parts) == 2 and parser.has_section(parts[0]) else None
+        return found.strip().strip("\"'") or None if found else None
     try:
         value: Any = load_one(text, path or "")
     except InputError:  # not YAML: the value cannot be read
@@ -485,28 +535,8 @@ def _image_program(
     notes = [f"behaviour from catalog entry {label}: {spec.summary}"]
     needs: tuple[Need, ...] | None = None
     if spec.needs is not None:
-        found: list[Need] = []
-        for text in spec.needs:
-            filled = _template(text, view, namespace)
-            if filled is None:
-                source = (
-                    "the files its ConfigMap volumes mount (a file elsewhere, or a key it lacks, is not read)"
-                    if "${file(" in text
-                    else "the container's arguments"
-                )
-                notes.append(f"cannot tell what {text} means from {source}: not needed")
-                continue
-            # a value listing several targets (ZooKeeper's `zk-0.zk-hs:2181,zk-1.zk-hs:2181`) is
-            # one need each, in order; members behind one Service are one need
-            for item in [p for p in re.split(r"[,;\s]+", filled) if p] or [filled]:
-                try:
-                    need = parse_need(item, namespace=namespace, where=f"catalog entry {spec.name}", services=services)
-                except InputError:
-                    notes.append(f"{item!r} (from {text}) is not a target: not needed")
-                    continue
-                if need not in found:
-                    found.append(need)
-        needs = tuple(found)
+        needs = _filled_needs(spec.needs, spec.name, view, namespace, services, notes)
+    also = _filled_needs(spec.also_needs, spec.name, view, namespace, services, notes, quiet=True) if spec.needs is None else ()
     checks: list[Check] = []
     for c in spec.checks:
         if any(fnmatch.fnmatchcase(a, p) for a in view.argv for p in c.unless_args):
@@ -604,6 +634,7 @@ def _image_program(
         rbac=spec.api_server == "inferred",
         ignore_env=frozenset(spec.ignore_env),
         needs=needs,
+        also_needs=also,
         checks=tuple(checks),
         retry=retry,
         fail_exit_code=spec.exit_code,
