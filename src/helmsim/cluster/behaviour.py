@@ -560,9 +560,9 @@ class BehaviourContext:
     service_accounts: Sequence[Mapping[str, Any]] = ()
     """ServiceAccounts (to tell whether a pod gets a token: ``automountServiceAccountToken``)."""
     config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
-    secrets: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
-    """``(namespace, name)`` → a Secret's decoded files: read only for a ``file`` check's key
-    presence (:func:`_secret_file`), never into notes or needs."""
+    secret_data: Callable[[str, str], Mapping[str, str] | None] | None = field(default=None, compare=False)
+    """``(namespace, name)`` → a Secret's decoded files, read when asked: only for a ``file``
+    check's key presence (:func:`_secret_file`), never into notes or needs."""
     services: Sequence[Mapping[str, Any]] = ()
     pod_templates: Sequence[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = ()
     pod_specs: Sequence[tuple[str, Mapping[str, Any]]] = ()
@@ -2026,23 +2026,34 @@ def _config_map_files(
 
 
 def _config_map_entries(
-    path: str, c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
+    path: str,
+    c: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    ctx: BehaviourContext,
+    namespace: str,
+    *,
+    secrets: bool = False,
 ) -> list[tuple[str, str, bool]]:
     """As :func:`_config_map_files`, each entry also saying whether it is the file at ``path``
-    itself (not a file of the directory ``path``)."""
+    itself (not a file of the directory ``path``); ``secrets``: Secret volumes too (read only for
+    a ``file`` check's key presence, :func:`_secret_file`)."""
     volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or ()}
     out: list[tuple[str, str, bool]] = []
     for mount in c.get("volumeMounts") or ():
         mpath = str(mount.get("mountPath", "")).rstrip("/")
         vol = volumes.get(mount.get("name")) or {}
         cm = vol.get("configMap")
-        if not cm or not mpath or not (path == mpath or path.startswith(mpath + "/")):
+        secret = vol.get("secret") if secrets and not cm else None
+        if not (cm or secret) or not mpath or not (path == mpath or path.startswith(mpath + "/")):
             continue
-        data = ctx.config_maps.get((namespace, str(cm.get("name"))))
+        source: Mapping[str, Any] = cm or secret or {}
+        name = str(source.get("name") if cm else source.get("secretName"))
+        data = ctx.config_maps.get((namespace, name)) if cm else (ctx.secret_data(namespace, name) if ctx.secret_data else None)
         if data is None:
             continue
-        # kubernetes pkg/volume/configmap: `items` maps keys to paths, else every key is a file.
-        files = {str(i.get("path")): str(i.get("key")) for i in cm.get("items") or ()} or {
+        # kubernetes pkg/volume/configmap and pkg/volume/secret: `items` maps keys to paths,
+        # else every key is a file.
+        files = {str(i.get("path")): str(i.get("key")) for i in source.get("items") or ()} or {
             k: k for k in data
         }
         if mount.get("subPath"):
@@ -2053,7 +2064,7 @@ def _config_map_entries(
                 out.append(
                     (
                         str(data[key]),
-                        f"{path if rel else mpath + '/' + fpath} (ConfigMap {cm.get('name')} key {key})",
+                        f"{path if rel else mpath + '/' + fpath} ({'ConfigMap' if cm else 'Secret'} {name} key {key})",
                         bool(rel) or not fpath,
                     )
                 )
@@ -2063,29 +2074,9 @@ def _config_map_entries(
 def _secret_file(
     path: str, c: Mapping[str, Any], pod: Mapping[str, Any], ctx: BehaviourContext, namespace: str
 ) -> str | None:
-    """The text of the file at ``path`` when a ConfigMap or Secret mount of the container holds
-    it (kubernetes pkg/volume/secret: ``items`` map keys to paths, else every key is a file)."""
-    text = _mounted_file(path, c, pod, ctx, namespace)
-    if text is not None:
-        return text
-    volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or ()}
-    for mount in c.get("volumeMounts") or ():
-        mpath = str(mount.get("mountPath", "")).rstrip("/")
-        secret = (volumes.get(mount.get("name")) or {}).get("secret")
-        if not secret or not mpath or not path.startswith(mpath):
-            continue
-        data = ctx.secrets.get((namespace, str(secret.get("secretName"))))
-        if data is None:
-            continue
-        files = {str(i.get("path")): str(i.get("key")) for i in secret.get("items") or ()} or {k: k for k in data}
-        if mount.get("subPath"):
-            if path == mpath:
-                return data.get(files.get(str(mount["subPath"]), str(mount["subPath"])))
-            continue
-        key = files.get(path[len(mpath) :].lstrip("/"))
-        if key is not None and key in data:
-            return data[key]
-    return None
+    """The text of the file at ``path`` when a ConfigMap or Secret mount of the container holds it."""
+    found = [text for text, _, exact in _config_map_entries(path, c, pod, ctx, namespace, secrets=True) if exact]
+    return found[0] if found else None
 
 
 def _mounted_file(

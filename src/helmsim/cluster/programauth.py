@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _CRD = "CustomResourceDefinition"
 
 
-class PolicyCache:
+class RbacPolicyCache:
     """A policy over ``static`` RBAC objects and the store's own, rebuilt when those change
     (shared by program authorization and Flux's impersonation)."""
 
@@ -60,7 +60,7 @@ def plural_of(sim: Simulation, group: str, kind: str) -> str:
     return guess_plural(kind)
 
 
-class ProgramAuth(PolicyCache):
+class ProgramAuth(RbacPolicyCache):
     """The policy programs are authorized by: bootstrap roles, the profile's, the store's."""
 
     def __init__(self, sim: Simulation) -> None:
@@ -100,4 +100,4 @@ class ProgramAuth(PolicyCache):
         return rbac.forbidden_message(user, attrs, reason), ""
 
 
-__all__ = ["PolicyCache", "ProgramAuth", "plural_of"]
+__all__ = ["RbacPolicyCache", "ProgramAuth", "plural_of"]

@@ -395,7 +395,7 @@ def _filled_needs(
 
 def _file_value(key: str, view: ContainerView) -> str | None:
     """``file(--flag).a.b`` (or ``file(/path).a.b``): the scalar at ``a.b`` of the YAML (or
-    JSON; INI ``section.key`` for a ``.ini``) file whose path is the value of ``--flag``; None
+    JSON; INI ``section.key`` for a ``.cnf``/``.ini``, an empty value none) file whose path is the value of ``--flag``; None
     when the flag, the file or the key is not there."""
     m = _FILE_KEY.fullmatch(key)
     where = m.group("flag") if m else ""
@@ -403,24 +403,39 @@ def _file_value(key: str, view: ContainerView) -> str | None:
     text = view.files(path) if path and m and view.files is not None else None
     if text is None or m is None or path is None:
         return None
-    if path.endswith(".ini"):
+    readable, value = config_value(text, path, m.group("path").split("."))
+    if not readable or isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    if path.endswith(_INI_SUFFIXES):
+        return str(value).strip("\"'") or None  # an INI value may be quoted; empty is unset
+    return str(value)
+
+
+_INI_SUFFIXES = (".cnf", ".ini")
+"""Configuration files read as INI (MySQL's my.cnf, grafana.ini): a key is ``section.name``."""
+
+
+def config_value(text: str, path: str, parts: Sequence[str]) -> tuple[bool, Any]:
+    """``(readable, value)``: the value at the key ``parts`` of a configuration file's ``text``
+    (YAML or JSON; INI for ``.cnf``/``.ini``, as go-ini and Python read it), None when absent;
+    ``readable`` False when the text does not parse (the program cannot read it either)."""
+    if path.endswith(_INI_SUFFIXES):
         parser = configparser.ConfigParser(interpolation=None, strict=False, allow_no_value=True)
         try:
             parser.read_string(text)
         except configparser.Error:
-            return None
-        parts = m.group("path").split(".")
-        found = parser.get(parts[0], parts[1], fallback=None) if len(parts) == 2 and parser.has_section(parts[0]) else None
-        return found.strip().strip("\"'") or None if found else None
+            return False, None
+        if len(parts) != 2 or not parser.has_section(parts[0]):
+            return True, None
+        found = parser.get(parts[0], parts[1], fallback=None)
+        return True, None if found is None else found.strip()
     try:
-        value: Any = load_one(text, path or "")
-    except InputError:  # not YAML: the value cannot be read
-        return None
-    for part in m.group("path").split("."):
+        value: Any = load_one(text, path)
+    except InputError:
+        return False, None
+    for part in parts:
         value = value.get(part) if isinstance(value, Mapping) else None
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    return str(value)
+    return True, value
 
 
 def _fill(obj: Any, view: ContainerView, namespace: str) -> Any:
@@ -461,24 +476,8 @@ def _file_key_set(spec: CheckSpec, view: ContainerView) -> bool | None:
         return None
     from helmsim.cluster.running import path_parts
 
-    parts = path_parts(spec.key)
-    if path.endswith((".cnf", ".ini")):
-        # an INI file (MySQL's my.cnf, go-ini): key section.name
-        parser = configparser.ConfigParser(interpolation=None, strict=False, allow_no_value=True)
-        try:
-            parser.read_string(text)
-        except configparser.Error:
-            return False  # the program cannot read it either
-        if len(parts) != 2 or not parser.has_section(parts[0]):
-            return False
-        return bool((parser.get(parts[0], parts[1], fallback="") or "").strip())
-    try:
-        doc: Any = load_one(text, path)
-    except InputError:
-        return False  # the program cannot read it either
-    for part in parts:
-        doc = doc.get(part) if isinstance(doc, Mapping) else None
-    return doc not in (None, "", [], {})
+    readable, value = config_value(text, path, path_parts(spec.key))
+    return readable and value not in (None, "", [], {})
 
 
 def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Check | None:

@@ -382,8 +382,7 @@ def _forbidden(rt: PodRuntime, model: ContainerModel, verb: str, obj: Mapping[st
             f"container {model.name} of {_workload(rt)} may {verb} {obj.get('kind')}/{meta.get('name')} only through a "
             f"role the simulation does not hold ({unresolved}): assumed allowed"
         )
-        if not any(e.message == text for e in rt.sim.trace.find(what="behaviour-assumed")):
-            rt.log("behaviour-assumed", text, last, container=model.name)
+        say_once(rt, text, text, last, model.name)
     if err is None:
         return False
     meta = obj.get("metadata") or {}
@@ -533,8 +532,7 @@ def _loopback(rt: PodRuntime, target: Need, cause: int | None, container: str) -
             f"{target} is taken to be served by container {listener} of the same pod (it declares no ports; "
             f"container {container} of {_workload(rt)} connects to it)"
         )
-        if not any(e.message == text for e in sim.trace.find(what="behaviour-assumed")):
-            rt.log("behaviour-assumed", text, cause, container=container)
+        say_once(rt, text, text, cause, container)
     if listener is not None and rt.serves(listener):
         event = rt.log(
             "connected",
@@ -630,8 +628,7 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
             if note.endswith(URL_UNREAD):
                 # `kubectl apply -f https://…`: the objects it creates (CRDs) are not in the simulation
                 text = f"container {model.name} of {_workload(rt)} {note.removeprefix('needs ').split(': ', 1)[-1]}"
-                if not any(e.message == text for e in rt.sim.trace.find(what="behaviour-assumed")):
-                    rt.log("behaviour-assumed", text, cause, container=model.name)
+                say_once(rt, text, text, cause, model.name)
         if model.known or not model.image:
             continue
         text = ASSUMED.format(image=model.image)
@@ -685,7 +682,14 @@ def _assume_outside(rt: PodRuntime, target: str, container: str, cause: int | No
         f"{target} is outside the cluster: assumed to resolve and to answer "
         f"(container {container} of {rt.ref.split('/', 1)[1]} connects to it; were it missing or down, it would fail)"
     )
-    if not any(e.message.startswith(f"{target} is outside the cluster:") for e in rt.sim.trace.find(what="behaviour-assumed")):
+    say_once(rt, f"{target} is outside the cluster", text, cause, container)
+
+
+def say_once(rt: PodRuntime, key: str, text: str, cause: int | None, container: str) -> None:
+    """Log the assumption ``text`` the first time ``key`` is said in this simulation (the
+    report's notes: :func:`assumed_behaviours`)."""
+    if key not in rt.k.said_once:
+        rt.k.said_once.add(key)
         rt.log("behaviour-assumed", text, cause, container=container)
 
 

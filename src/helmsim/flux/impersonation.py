@@ -17,7 +17,7 @@ from typing import Any
 from msgspec.structs import replace
 
 from helmsim.cluster.engine import Simulation
-from helmsim.cluster.programauth import PolicyCache, plural_of
+from helmsim.cluster.programauth import RbacPolicyCache, plural_of
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.kube.scope import guess_plural
 from helmsim.flux.helmrelease import HelmRelease
@@ -76,11 +76,11 @@ class Tenant:
     static: tuple[Mapping[str, Any], ...] = ()
     owner: str = ""
     """The HelmRelease (``ns/name``) acting as ``user``."""
-    _cache: PolicyCache | None = field(default=None, repr=False)
+    _cache: RbacPolicyCache | None = field(default=None, repr=False)
 
     def policy(self) -> Policy:
         if self._cache is None:
-            self._cache = PolicyCache(self.sim, self.static)
+            self._cache = RbacPolicyCache(self.sim, self.static)
         return self._cache.policy()
 
     def attributes(self, verb: str, obj: Mapping[str, Any], *, item: bool = True) -> Attributes:

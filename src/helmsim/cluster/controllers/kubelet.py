@@ -227,10 +227,21 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         }
         for o in gather("ConfigMap")
     }
-    secrets = {
-        (str(o["metadata"].get("namespace") or ""), str(o["metadata"]["name"])): _secret_data(o)
-        for o in gather("Secret")
-    }
+    def secret_data(namespace: str, name: str) -> Mapping[str, str] | None:
+        # read when a `file` check asks (rare), from the store, else the release's rendered objects
+        live: Mapping[str, Any] | None = store.get("Secret", namespace, name)
+        if live is None:
+            default_ns = str(pod["metadata"].get("namespace") or "default")
+            live = next(
+                (
+                    o for o in sim.release_objects_of("Secret")
+                    if str((o.get("metadata") or {}).get("name")) == name
+                    and str((o.get("metadata") or {}).get("namespace") or default_ns) == namespace
+                ),
+                None,
+            )
+        return None if live is None else _secret_data(live)
+
     addressing = addressing_of(sim.profile)
     templates: list[tuple[str, Mapping[str, str], tuple[tuple[str, int], ...]]] = []
     specs: list[tuple[str, Mapping[str, Any]]] = []
@@ -257,7 +268,7 @@ def behaviour_context(sim: Simulation, pod: Mapping[str, Any]) -> BehaviourConte
         roles=gather("Role", "ClusterRole"),
         service_accounts=gather("ServiceAccount"),
         config_maps=config_maps,
-        secrets=secrets,
+        secret_data=secret_data,
         services=gather("Service"),
         pod_templates=tuple(templates),
         pod_specs=tuple(specs),
@@ -324,6 +335,8 @@ class Kubelet(Controller):
         self._ips: dict[str, int] = {}
         self.auth = ProgramAuth(sim)
         """RBAC of what programs write as their pods' ServiceAccounts."""
+        self.said_once: set[str] = set()
+        """Keys of the assumptions the trace already says (running.say_once)."""
         self.assumed_images: dict[str, set[str]] = {}
         """Per image whose behaviour the simulation assumed, the notes said about it (each once)."""
         self.attachments = Attachments(sim)

@@ -36,6 +36,7 @@ HS118 release-record-too-large
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from helmsim.cluster.behaviour import URL_UNREAD
@@ -45,6 +46,7 @@ from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
 from helmsim.kube.served import removal
+from helmsim.manifests import Resource
 from helmsim.kube.workloads import pod_template
 
 DEFAULT_PROGRESS_DEADLINE = 600  # kubernetes pkg/apis/apps/v1/defaults.go SetDefaults_Deployment
@@ -237,6 +239,19 @@ def blocking_roots(run: ProfileRun, hr_ref: str) -> tuple[str, ...]:
 _WAITED_OBJECT = re.compile(r"(?P<ref>[A-Za-z0-9]+/[^\s,\]]+) status:")
 
 
+def _timed_out_resources(run: ProfileRun) -> Iterator[tuple[str, Resource, float]]:
+    """``(HelmRelease, resource, timeout)`` for each release object Helm's wait timed out on in
+    its release's first failed attempt (HS110, HS122)."""
+    for hr_ref, chart in run.charts.items():
+        timed_out = _timed_out(run, hr_ref)
+        if timed_out is None:
+            continue
+        objs, timeout = timed_out
+        for res in chart.manifest:
+            if f"{res.kind}/{res.namespace}/{res.name}" in objs:
+                yield hr_ref, res, timeout
+
+
 def _timed_out(run: ProfileRun, hr_ref: str) -> tuple[frozenset[str], float] | None:
     """The objects (``Kind/namespace/name``) Helm's wait timed out on in the release's first
     failed attempt (its "timeout waiting for: [...]" list) and that action's timeout, or None."""
@@ -258,47 +273,39 @@ def _timed_out(run: ProfileRun, hr_ref: str) -> tuple[frozenset[str], float] | N
 )
 def progress_deadline_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
-    for hr_ref, chart in run.charts.items():
-        timed_out = _timed_out(run, hr_ref)
-        if timed_out is None:
+    for hr_ref, res, timeout in _timed_out_resources(run):
+        if res.kind != "Deployment":
             continue
-        objs, timeout = timed_out
-        for res in chart.manifest:
-            if (
-                res.kind != "Deployment"
-                or f"Deployment/{res.namespace}/{res.name}" not in objs
-            ):
-                continue
-            given = (res.body.get("spec") or {}).get("progressDeadlineSeconds")
-            deadline = int(given or DEFAULT_PROGRESS_DEADLINE)
-            default = "" if given else " (the default)"
-            if deadline < timeout:
-                continue
-            chain: list[Step] = []
-            created = run.created_by_helm(res.ref)
-            if created is not None:
-                chain.append(step(created, f"created by Helm (progressDeadlineSeconds {deadline})"))
-            chain.extend(run.failure_tail(hr_ref))
-            msg = (
-                f"{res.ref} has progressDeadlineSeconds {deadline}{default} ≥ the release timeout {timeout:g}s: the rollout is still "
-                "InProgress when the wait gives up, so the release times out instead of failing with ProgressDeadlineExceeded"
+        given = (res.body.get("spec") or {}).get("progressDeadlineSeconds")
+        deadline = int(given or DEFAULT_PROGRESS_DEADLINE)
+        default = "" if given else " (the default)"
+        if deadline < timeout:
+            continue
+        chain: list[Step] = []
+        created = run.created_by_helm(res.ref)
+        if created is not None:
+            chain.append(step(created, f"created by Helm (progressDeadlineSeconds {deadline})"))
+        chain.extend(run.failure_tail(hr_ref))
+        msg = (
+            f"{res.ref} has progressDeadlineSeconds {deadline}{default} ≥ the release timeout {timeout:g}s: the rollout is still "
+            "InProgress when the wait gives up, so the release times out instead of failing with ProgressDeadlineExceeded"
+        )
+        new_timeout = deadline + 60
+        fix_list = [
+            Fix(
+                f"raise the HelmRelease timeout above the rollout's deadline (spec.timeout: {new_timeout}s) if the rollout "
+                "is just slow",
+                fixes.key("timeout", hr_ref, new_timeout),
+            ),
+            Fix(
+                f"or set progressDeadlineSeconds of {res.ref} below {timeout:g} so a stuck rollout fails fast with its reason"
+            ),
+        ]
+        out.append(
+            Candidate(
+                "HS110", hr_ref, res.ref, Severity.error, msg, chain, fix_list, run.variant
             )
-            new_timeout = deadline + 60
-            fix_list = [
-                Fix(
-                    f"raise the HelmRelease timeout above the rollout's deadline (spec.timeout: {new_timeout}s) if the rollout "
-                    "is just slow",
-                    fixes.key("timeout", hr_ref, new_timeout),
-                ),
-                Fix(
-                    f"or set progressDeadlineSeconds of {res.ref} below {timeout:g} so a stuck rollout fails fast with its reason"
-                ),
-            ]
-            out.append(
-                Candidate(
-                    "HS110", hr_ref, res.ref, Severity.error, msg, chain, fix_list, run.variant
-                )
-            )
+        )
     return out
 
 
@@ -322,47 +329,42 @@ def _earliest_ready(container: dict[str, Any]) -> tuple[int, str] | None:
 )
 def probe_delay_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
-    for hr_ref, chart in run.charts.items():
-        timed_out = _timed_out(run, hr_ref)
-        if timed_out is None:
+    for hr_ref, res, timeout in _timed_out_resources(run):
+        tpl = pod_template(res.body) if res.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet") else None
+        if tpl is None:
             continue
-        objs, timeout = timed_out
-        for res in chart.manifest:
-            tpl = pod_template(res.body) if res.kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet") else None
-            if tpl is None or f"{res.kind}/{res.namespace}/{res.name}" not in objs:
-                continue
-            containers = [c for c in (tpl.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
-            found = [(e, str(c.get("name"))) for c in containers if (e := _earliest_ready(c)) is not None and e[0] >= timeout]
-            if not found:
-                continue
-            (delay, probe), container = max(found)
-            why = (
-                "; the kubelet runs no readiness probe before the startup probe has passed"
-                if probe == "startupProbe"
-                else ""
-            )
-            msg = (
-                f"{res.ref}'s container {container} cannot be Ready sooner than {delay}s after it starts "
-                f"({probe}.initialDelaySeconds {delay}{why}), and the release timeout is {timeout:g}s: Helm's wait "
-                f"always times out; the release ends {run.outcome(hr_ref).outcome}"
-            )
-            chain: list[Step] = []
-            created = run.created_by_helm(res.ref)
-            if created is not None:
-                chain.append(step(created, f"created by Helm ({container}: {probe}.initialDelaySeconds {delay})"))
-            chain.extend(run.failure_tail(hr_ref))
-            new_timeout = delay + 120
-            fix_list = [
-                Fix(
-                    f"raise the HelmRelease timeout above the probe's delay (spec.timeout: {new_timeout}s)",
-                    fixes.key("timeout", hr_ref, new_timeout),
-                ),
-                Fix(
-                    f"or lower {probe}.initialDelaySeconds and bound the start-up with failureThreshold × periodSeconds "
-                    "instead: the probe then passes as soon as the program serves"
-                ),
-            ]
-            out.append(Candidate("HS122", hr_ref, res.ref, Severity.error, msg, chain, fix_list, run.variant))
+        containers = [c for c in (tpl.get("spec") or {}).get("containers") or () if isinstance(c, dict)]
+        found = [(e, str(c.get("name"))) for c in containers if (e := _earliest_ready(c)) is not None and e[0] >= timeout]
+        if not found:
+            continue
+        (delay, probe), container = max(found)
+        why = (
+            "; the kubelet runs no readiness probe before the startup probe has passed"
+            if probe == "startupProbe"
+            else ""
+        )
+        msg = (
+            f"{res.ref}'s container {container} cannot be Ready sooner than {delay}s after it starts "
+            f"({probe}.initialDelaySeconds {delay}{why}), and the release timeout is {timeout:g}s: Helm's wait "
+            f"always times out; the release ends {run.outcome(hr_ref).outcome}"
+        )
+        chain: list[Step] = []
+        created = run.created_by_helm(res.ref)
+        if created is not None:
+            chain.append(step(created, f"created by Helm ({container}: {probe}.initialDelaySeconds {delay})"))
+        chain.extend(run.failure_tail(hr_ref))
+        new_timeout = delay + 120
+        fix_list = [
+            Fix(
+                f"raise the HelmRelease timeout above the probe's delay (spec.timeout: {new_timeout}s)",
+                fixes.key("timeout", hr_ref, new_timeout),
+            ),
+            Fix(
+                f"or lower {probe}.initialDelaySeconds and bound the start-up with failureThreshold × periodSeconds "
+                "instead: the probe then passes as soon as the program serves"
+            ),
+        ]
+        out.append(Candidate("HS122", hr_ref, res.ref, Severity.error, msg, chain, fix_list, run.variant))
     return out
 
 
