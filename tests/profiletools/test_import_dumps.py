@@ -334,3 +334,59 @@ def test_csidrivers_of_the_dumps_classes_become_objects(tmp_path: Path) -> None:
     ]
     assert "CSIDriver efs.csi.aws.com: no StorageClass provisions with it, not imported" in text
     assert "eks/csidrivers.yaml items[0] CSIDriver/ebs.csi.aws.com" in text  # its provenance
+
+
+def test_namespaces_pod_security_labels_become_objects_and_the_admission_file_is_said(tmp_path: Path) -> None:
+    """A namespace labelled to enforce a Pod Security level is copied into ``objects`` (its
+    pod-security labels only), so the imported profile refuses what the cluster refuses; a
+    kube-apiserver that reads an admission configuration file is a warning (its PodSecurity
+    defaults are not readable through the API)."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for f in (DATA / "kind").iterdir():
+        (dump / f.name).write_text(f.read_text())
+    namespaces = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": "tenant-a",
+                    "labels": {
+                        "kubernetes.io/metadata.name": "tenant-a",
+                        "pod-security.kubernetes.io/enforce": "restricted",
+                        "pod-security.kubernetes.io/warn": "restricted",
+                        "team": "a",
+                    },
+                },
+            },
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "plain", "labels": {"team": "b"}}},
+        ],
+    }
+    (dump / "namespaces.yaml").write_text(yaml.safe_dump(namespaces))
+    apiserver = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "kube-apiserver-cp", "namespace": "kube-system", "labels": {"component": "kube-apiserver"}},
+        "spec": {"containers": [{"name": "kube-apiserver", "command": ["kube-apiserver", "--admission-control-config-file=/etc/kubernetes/psa.yaml"]}]},
+    }
+    (dump / "apiserver.yaml").write_text(yaml.safe_dump(apiserver))
+    out = tmp_path / "imported.yaml"
+    result = runner.invoke(app, ["profiles", "import", str(dump), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    objects = [o for o in yaml.safe_load(out.read_text()).get("objects") or () if o.get("kind") == "Namespace"]
+    assert objects == [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": "tenant-a",
+                "labels": {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted"},
+            },
+        }
+    ]
+    assert "/etc/kubernetes/psa.yaml" in result.output and "set podSecurity in the profile" in result.output
+    profile = load_profile(str(out))
+    assert profile.pod_security.defaults.enforce == "privileged"

@@ -15,7 +15,9 @@ text a user sees. In order:
 4. **ServiceAccount and Priority** on Pods (:mod:`helmsim.cluster.podadmission`): a missing
    ServiceAccount or PriorityClass refuses the pod with Forbidden.
 5. **Admission webhooks** (:mod:`helmsim.cluster.webhooks`): a matching webhook that cannot be
-   called refuses the create under ``failurePolicy: Fail``.
+   called refuses the create under ``failurePolicy: Fail``; between the mutating and the
+   validating ones, **Pod Security** (:mod:`helmsim.cluster.podsecurity`) refuses a Pod that
+   violates its namespace's enforced level.
 
 The lead calls it from the store's create path: ``obj = admit(sim, obj)`` before
 ``store.create`` (and before an ``apply`` that creates). It never writes to the store.
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.crd import CRD, resource_name, served_group_versions, served_kinds
 from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
+from helmsim.cluster import podsecurity
 from helmsim.cluster.podadmission import admit_pod
 from helmsim.cluster.store import ApiError, clone
 from helmsim.cluster.webhooks import call_webhooks
@@ -76,8 +79,13 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
     validate_spec(out)
     if kind == "Pod" and api_version == "v1":
         admit_pod(sim, out)
-    # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks)
-    call_webhooks(sim, out)
+    # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks): mutating, then the
+    # validating plugins (PodSecurity), then validating (k8s.io/apiserver pkg/admission/chain.go:
+    # every mutating interface before any validating one).
+    call_webhooks(sim, out, ("MutatingWebhookConfiguration",))
+    if kind == "Pod" and api_version == "v1":
+        podsecurity.admit(sim, out)
+    call_webhooks(sim, out, ("ValidatingWebhookConfiguration",))
     return out
 
 

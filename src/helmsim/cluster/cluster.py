@@ -15,6 +15,8 @@ from helmsim.cluster.controllers.service import install_service_controllers, see
 from helmsim.cluster.controllers.storage import install_storage
 from helmsim.cluster.controllers.workloads import install_workload_controllers
 from helmsim.cluster.engine import Simulation
+from helmsim.cluster.store import ApiError, clone
+from helmsim.errors import InputError
 from helmsim.cluster.profile import ClusterProfile
 
 
@@ -67,7 +69,7 @@ def build_cluster(
     for policy in profile.cluster_policies:
         sim.store.create(policy, actor="cluster-bootstrap")
     for obj in profile.objects:
-        sim.store.create(obj, actor="cluster-bootstrap")
+        _platform_object(sim, obj)
     install_storage(sim)
     seed_priority_classes(sim)
     ServiceAccountsController(sim)
@@ -80,3 +82,28 @@ def build_cluster(
     sim.store.admission = lambda obj: admit(sim, obj)
     sim.store.validation = validate_spec
     return sim
+
+
+def _platform_object(sim: Simulation, obj: Mapping[str, Any]) -> None:
+    """Create a profile object; a Namespace the cluster already has (``default``, a release's
+    namespace) takes the object's labels and annotations, as the platform set them."""
+    meta = obj.get("metadata") or {}
+    existing = None
+    if obj.get("kind") == "Namespace":
+        existing = sim.store.get("Namespace", None, str(meta.get("name") or ""))
+    if existing is None:
+        try:
+            sim.store.create(obj, actor="cluster-bootstrap")
+        except ApiError as err:
+            raise InputError(
+                f"profile {getattr(sim.profile, 'name', '?')}: objects: {obj.get('kind')} "
+                f"{meta.get('namespace') or ''}/{meta.get('name')}: {err.message}"
+            ) from None
+        return
+    merged = clone(existing)
+    for field in ("labels", "annotations"):
+        extra = meta.get(field)
+        if isinstance(extra, Mapping):
+            merged["metadata"].setdefault(field, {}).update({str(k): str(v) for k, v in extra.items()})
+    sim.store.update(merged, actor="cluster-bootstrap", quiet=True)
+

@@ -463,6 +463,29 @@ class FluxSettings(_Model):
     default_service_account: str | None = None
 
 
+class PodSecurityDefaults(_Model):
+    """The API server's Pod Security defaults for namespaces without labels."""
+
+    # pod-security-admission admission/api/v1 defaults.go: privileged:latest unless configured
+    enforce: Literal["privileged", "baseline", "restricted"] = "privileged"
+    enforce_version: str = Field(default="latest", pattern=r"^(latest|v1\.(0|[1-9][0-9]*))$")
+
+
+class PodSecurityExemptions(_Model):
+    """Requests Pod Security admission never evaluates (PodSecurityConfiguration exemptions)."""
+
+    namespaces: list[str] = Field(default_factory=list)
+    runtime_classes: list[str] = Field(default_factory=list)
+
+
+class PodSecurity(_Model):
+    """The API server's PodSecurity plugin configuration (its AdmissionConfiguration file:
+    not readable through the API, so ``profiles import`` cannot see it)."""
+
+    defaults: PodSecurityDefaults = Field(default_factory=lambda: PodSecurityDefaults())
+    exemptions: PodSecurityExemptions = Field(default_factory=lambda: PodSecurityExemptions())
+
+
 class ClusterProfile(_Model):
     """A simulated cluster. Load with ``load_profile``; fields documented in docs/profiles.md."""
 
@@ -505,6 +528,9 @@ class ClusterProfile(_Model):
     # (helmsim.kube.rbac): what an impersonated tenant is authorized by (docs/flux.md).
     rbac: list[dict[str, Any]] = Field(default_factory=list)
     flux: FluxSettings = Field(default_factory=lambda: FluxSettings())
+    pod_security: PodSecurity = Field(default_factory=lambda: PodSecurity())
+    """Pod Security admission's cluster defaults and exemptions; a namespace's
+    ``pod-security.kubernetes.io/enforce`` label overrides the default (docs/profiles.md)."""
     unmapped_releases: list[UnmappedRelease] = Field(default_factory=list)
     """CRDs that HelmReleases helmsim does not simulate install (docs/profiles.md)."""
     operators: list[OperatorModel] = Field(default_factory=list)

@@ -43,13 +43,15 @@ ASSUMED = "behaviour-assumed"
 API_ACTOR = "kube-apiserver"
 
 
-def call_webhooks(sim: Simulation, obj: Mapping[str, Any]) -> None:
-    """Call the webhooks that intercept creating ``obj``; raises ``ApiError`` when one that must
-    be answered (``failurePolicy: Fail``) cannot be called."""
+def call_webhooks(
+    sim: Simulation, obj: Mapping[str, Any], kinds: tuple[str, ...] = CONFIGURATIONS
+) -> None:
+    """Call the webhooks that intercept creating ``obj`` (of the configuration ``kinds``); raises
+    ``ApiError`` when one that must be answered (``failurePolicy: Fail``) cannot be called."""
     kind = str(obj.get("kind") or "")
     if kind in EXEMPT:
         return
-    configurations = [(k, cfg) for k in CONFIGURATIONS for cfg in sim.store.list(k)]
+    configurations = [(k, cfg) for k in kinds for cfg in sim.store.list(k)]
     if not configurations:
         return
     api_version = str(obj.get("apiVersion") or "")

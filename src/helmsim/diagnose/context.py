@@ -194,6 +194,21 @@ class ProfileRun:
             kind, name = owner
         return None
 
+    @cached_property
+    def refused_pods(self) -> dict[str, tuple[TraceEvent, ...]]:
+        """Release object → the ``FailedCreate`` events of its controller whose pods the API
+        server refused (``is forbidden``) and that no later pod of the object overcame."""
+        created = [e for e in self.trace if e.what == "created" and e.obj.startswith("Pod/")]
+        found: dict[str, list[TraceEvent]] = {}
+        for ev in self._by_what.get("event", ()):
+            if ev.data.get("reason") == "FailedCreate" and "is forbidden:" in ev.message:
+                found.setdefault(self.release_object_of(ev) or ev.obj, []).append(ev)
+        return {
+            owner: tuple(evs)
+            for owner, evs in found.items()
+            if not any(p.time > evs[-1].time and self.owner_of_pod(p.obj) == owner for p in created)
+        }
+
     def first_failed_attempt(self, hr_ref: str) -> tuple[TraceEvent, TraceEvent] | None:
         """``(action-start, release failed)`` of the first install/upgrade that failed."""
         label = self.label(hr_ref) + ".v"

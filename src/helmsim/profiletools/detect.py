@@ -107,6 +107,7 @@ def build_draft(
     _cni(draft, dump, platform)
     _storage(draft, dump)
     _csi_drivers(draft, dump)
+    _pod_security(draft, dump)
     _nodes(draft, dump)
     _latencies(draft, prior, prior_label)
     _addressing(draft, dump, platform)
@@ -617,6 +618,32 @@ def _csi_drivers(draft: Draft, dump: Dump) -> None:
     unused = [o.name for o in drivers if o.name not in used]
     if kept and unused:
         draft.note_block(("objects",), f"CSIDriver {', '.join(unused)}: no StorageClass provisions with it, not imported")
+
+
+def _pod_security(draft: Draft, dump: Dump) -> None:
+    """Namespaces whose ``pod-security.kubernetes.io/*`` labels set a Pod Security level, into
+    ``objects`` (name and those labels: the simulation's admission reads them). The API
+    server's cluster-wide defaults live in its AdmissionConfiguration file, which no API
+    returns; a kube-apiserver static pod that names one is said, the defaults left to the user."""
+    labelled = []
+    for o in sorted(dump.of("Namespace"), key=lambda o: o.name):
+        labels = _map(_meta(o.obj).get("labels"))
+        kept = {str(k): str(v) for k, v in labels.items() if str(k).startswith("pod-security.kubernetes.io/")}
+        if kept:
+            labelled.append((o, kept))
+    objects = draft.data.get("objects")
+    start = len(objects) if isinstance(objects, list) else 0
+    for i, (o, kept) in enumerate(labelled):
+        if start == 0 and i == 0:
+            draft.put(("objects",), [], "objects the cluster holds that the simulation reads")
+        entry = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": o.name, "labels": kept}}
+        draft.put(("objects", start + i), entry, o.cite() + " (its Pod Security labels)")
+    config = _flag(dump, "kube-apiserver", "admission-control-config-file")
+    if config is not None:
+        draft.warn(
+            f"kube-apiserver reads an admission configuration ({config[0]}, {config[1]}): if it configures "
+            "PodSecurity defaults or exemptions, set podSecurity in the profile (the file is not readable through the API)"
+        )
 
 
 # --- nodes --------------------------------------------------------------------------------------

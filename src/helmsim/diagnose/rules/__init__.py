@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
-from helmsim.diagnose.rules import hooks, jobs, network, pods, programs, rbac, releases, storage, upgrade
+from helmsim.diagnose.rules import (
+    hooks,
+    jobs,
+    network,
+    pods,
+    podsecurity,
+    programs,
+    rbac,
+    releases,
+    storage,
+    upgrade,
+)
 
-__all__ = ["hooks", "jobs", "network", "pods", "programs", "rbac", "releases", "storage", "upgrade"]
+__all__ = ["hooks", "jobs", "network", "pods", "podsecurity", "programs", "rbac", "releases", "storage", "upgrade"]

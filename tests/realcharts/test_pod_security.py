@@ -1,0 +1,83 @@
+"""Pod Security admission (k8s.io/pod-security-admission): a namespace labelled
+``pod-security.kubernetes.io/enforce`` (or the API server's configured default) refuses pods that
+violate the level. prometheus-community's prometheus-node-exporter runs with hostNetwork, hostPID
+and hostPath volumes by default (charts/prometheus-node-exporter/values.yaml), and many charts
+leave securityContext empty: in a namespace enforcing baseline or restricted, their controllers'
+pod creation is Forbidden, no pod exists and Helm's wait times out. helmsim did not model the
+plugin and predicted Ready."""
+
+from __future__ import annotations
+
+from realcharts_helpers import HERE, check_chart, simulate_chart
+
+from helmsim.cluster.profile import load_profile
+
+CHART = "pod-security"
+
+
+def _profile(name: str) -> object:
+    return load_profile(str(HERE / CHART / "profiles" / f"{name}.yaml"))
+
+
+def _failed_creates(result: object) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for e in result.trace:  # type: ignore[attr-defined]
+        if e.what == "event" and e.data.get("reason") == "FailedCreate":
+            out.setdefault(e.obj, e.message)
+    return out
+
+
+def test_without_a_level_the_chart_installs() -> None:
+    assert simulate_chart(CHART).releases[0].outcome == "Ready"
+
+
+def test_a_baseline_namespace_refuses_the_host_agent_and_admits_the_web_pods() -> None:
+    result = simulate_chart(CHART, _profile("baseline-namespace"))  # type: ignore[arg-type]
+    release = result.releases[0]
+    assert release.outcome == "Stalled"
+    assert "timeout waiting for: [DaemonSet/default/pod-security-agent status: 'InProgress']" in str(release.message)
+    refused = _failed_creates(result)
+    assert list(refused) == ["DaemonSet/default/pod-security-agent"]
+    assert refused["DaemonSet/default/pod-security-agent"] == (
+        'Error creating: pods "pod-security-agent-" is forbidden: violates PodSecurity "baseline:latest": '
+        'host namespaces (hostNetwork=true, hostPID=true), hostPath volumes (volumes "proc", "sys", "root")'
+    )
+
+
+def test_restricted_defaults_refuse_both_and_the_restricted_values_install() -> None:
+    profile = _profile("restricted-defaults")
+    result = simulate_chart(CHART, profile)  # type: ignore[arg-type]
+    assert result.releases[0].outcome == "Stalled"
+    web = _failed_creates(result)["ReplicaSet/default/" + _replicaset(result)]
+    assert 'violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "web" must set' in web
+    fixed = simulate_chart(CHART, profile, values=("ci/restricted-values.yaml",))  # type: ignore[arg-type]
+    assert fixed.releases[0].outcome == "Ready"
+    assert _failed_creates(fixed) == {}
+
+
+def test_an_unknown_level_fails_closed_to_restricted() -> None:
+    result = simulate_chart(CHART, _profile("invalid-label"), values=("ci/restricted-values.yaml",))  # type: ignore[arg-type]
+    assert result.releases[0].outcome == "Ready"  # restricted-compliant pods pass
+    refused = simulate_chart(CHART, _profile("invalid-label"), sets=("agent.enabled=false",))  # type: ignore[arg-type]
+    assert refused.releases[0].outcome == "Stalled"
+    assert any('"restricted:latest"' in m for m in _failed_creates(refused).values())
+
+
+def test_check_names_the_level_its_source_and_what_would_admit_the_pods() -> None:
+    profile = HERE / CHART / "profiles" / "baseline-namespace.yaml"
+    report = check_chart(CHART, str(profile), release_name="pod-security")
+    findings = [f for f in report.findings if f.rule == "HS123"]
+    assert len(findings) == 1
+    text = findings[0].message
+    assert text.startswith(
+        "DaemonSet/default/pod-security-agent's pods are refused by Pod Security admission: namespace default enforces "
+        '"baseline:latest" by its label pod-security.kubernetes.io/enforce=baseline: host namespaces (hostNetwork=true, hostPID=true)'
+    )
+    assert not [f for f in report.findings if f.rule == "HS110"]
+    fix = findings[0].fixes[0].summary
+    assert "pod-security.kubernetes.io/enforce=privileged" in fix
+
+
+def _replicaset(result: object) -> str:
+    sim = result.sim  # type: ignore[attr-defined]
+    return next(rs["metadata"]["name"] for rs in sim.store.list("ReplicaSet", "default") if rs["metadata"]["name"].startswith("pod-security-web-"))
