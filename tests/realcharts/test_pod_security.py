@@ -81,3 +81,42 @@ def test_check_names_the_level_its_source_and_what_would_admit_the_pods() -> Non
 def _replicaset(result: object) -> str:
     sim = result.sim  # type: ignore[attr-defined]
     return next(rs["metadata"]["name"] for rs in sim.store.list("ReplicaSet", "default") if rs["metadata"]["name"].startswith("pod-security-web-"))
+
+
+def test_a_hook_pod_helm_creates_is_refused_at_once_and_check_names_it() -> None:
+    result = simulate_chart(
+        CHART, _profile("restricted-defaults"), values=("ci/restricted-values.yaml",), sets=("hookPod.enabled=true",)  # type: ignore[arg-type]
+    )
+    release = result.releases[0]
+    assert release.outcome == "Stalled"
+    assert (
+        'failed pre-install: warning: Hook pre-install pod-security/templates/hook-pod.yaml failed: pods "pod-security-preflight" '
+        'is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false'
+    ) in str(release.message)
+    profile = HERE / CHART / "profiles" / "restricted-defaults.yaml"
+    report = check_chart(CHART, str(profile), release_name="pod-security", values=("ci/restricted-values.yaml", "ci/hook-pod-values.yaml"))
+    [finding] = [f for f in report.findings if f.rule == "HS123"]
+    assert finding.message.startswith("Pod/default/pod-security-preflight is refused by Pod Security admission")
+    assert "Helm's create fails" in finding.message
+    assert not [f for f in report.findings if f.rule == "HS100"]
+
+
+def test_the_kubelet_refuses_run_as_non_root_with_user_zero_and_says_an_unknown_image_user() -> None:
+    """pkg/kubelet/kuberuntime/security_context_others.go verifyRunAsNonRoot, on any cluster."""
+    root = simulate_chart(CHART, values=("ci/restricted-values.yaml",), sets=("web.podSecurityContext.runAsUser=0",))
+    assert root.releases[0].outcome == "Stalled"
+    errors = {e.message for e in root.trace if e.what == "event" and e.data.get("reason") == "Failed"}
+    assert any(
+        m.startswith('Error: container\'s runAsUser breaks non-root policy (pod: "pod-security-web-') and m.endswith(", container: web)")
+        for m in errors
+    )
+    report = check_chart(CHART, release_name="pod-security", values=("ci/restricted-values.yaml", "ci/root-user-values.yaml"))
+    [finding] = [f for f in report.findings if f.rule == "HS123"]
+    assert "the kubelet enforces runAsNonRoot and the pod runs as user 0" in finding.message
+    assert not [f for f in report.findings if f.rule == "HS110"]
+    unknown = simulate_chart(CHART, values=("ci/restricted-values.yaml",), sets=("web.podSecurityContext.runAsUser=null",))
+    assert unknown.releases[0].outcome == "Ready"
+    assert (
+        "image nginx:1.27: its user is not known; assumed not to be root (with runAsNonRoot and no runAsUser, the kubelet "
+        "refuses an image whose USER is root or a name: CreateContainerConfigError)"
+    ) in unknown.notes

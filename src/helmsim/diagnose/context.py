@@ -209,6 +209,26 @@ class ProfileRun:
             if not any(p.time > evs[-1].time and self.owner_of_pod(p.obj) == owner for p in created)
         }
 
+    @cached_property
+    def unstartable_pods(self) -> dict[str, tuple[TraceEvent, ...]]:
+        """Release object → the kubelet's ``Failed`` "Error: …" events of its pods
+        (CreateContainerConfigError) for pods no container of which started afterwards."""
+        started: dict[str, float] = {}
+        for e in self._by_what.get("event", ()):
+            if e.data.get("reason") == "Started":
+                started[e.obj] = max(started.get(e.obj, -1.0), e.time)
+        found: dict[str, list[TraceEvent]] = {}
+        for ev in self._by_what.get("event", ()):
+            if (
+                ev.data.get("reason") == "Failed"
+                and ev.obj.startswith("Pod/")
+                and ev.message.startswith("Error: ")
+                and "ImagePull" not in ev.message
+                and started.get(ev.obj, -1.0) < ev.time
+            ):
+                found.setdefault(self.owner_of_pod(ev.obj) or ev.obj, []).append(ev)
+        return {owner: tuple(evs) for owner, evs in found.items()}
+
     def first_failed_attempt(self, hr_ref: str) -> tuple[TraceEvent, TraceEvent] | None:
         """``(action-start, release failed)`` of the first install/upgrade that failed."""
         label = self.label(hr_ref) + ".v"

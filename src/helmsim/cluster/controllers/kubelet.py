@@ -926,7 +926,7 @@ class PodRuntime:
         name = str(c.get("name"))
         shown = None
         while True:
-            err = podrefs.env_error(c, self.key[0], self._lookup)
+            err = podrefs.env_error(c, self.key[0], self._lookup) or self._non_root_error(c, cause)
             if err is None or self.stopped:
                 return
             st["state"] = {"waiting": {"reason": "CreateContainerConfigError", "message": err}}
@@ -936,6 +936,32 @@ class PodRuntime:
                 self.push(f"container {name}: CreateContainerConfigError: {err}", ev)
             yield self.sim.sleep(POD_SYNC_BACKOFF)
             yield from self._pull(c, st, cause)
+
+    def _non_root_error(self, c: Mapping[str, Any], cause: int | None) -> str | None:
+        """pkg/kubelet/kuberuntime/security_context_others.go verifyRunAsNonRoot: with
+        runAsNonRoot (the container's, else the pod's) a runAsUser of 0 is refused; without a
+        runAsUser the image's USER decides, which the simulation does not know (said once)."""
+        pod_sc = self.spec.get("securityContext")
+        pod_sc = pod_sc if isinstance(pod_sc, Mapping) else {}
+        sc = c.get("securityContext")
+        sc = sc if isinstance(sc, Mapping) else {}
+        # pkg/securitycontext/util.go DetermineEffectiveSecurityContext: container fields win
+        non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
+        if non_root is not True:
+            return None
+        user = sc.get("runAsUser", pod_sc.get("runAsUser"))
+        name = str(c.get("name"))
+        if user is None:
+            image = str(c.get("image") or "")
+            text = (
+                f"image {image}: its user is not known; assumed not to be root (with runAsNonRoot and no runAsUser, "
+                "the kubelet refuses an image whose USER is root or a name: CreateContainerConfigError)"
+            )
+            running.say_once(self, f"non-root {image}", text, cause, name)
+            return None
+        if user == 0 and not isinstance(user, bool):
+            return f'container\'s runAsUser breaks non-root policy (pod: "{self.formatted()}", container: {name})'
+        return None
 
     def _pull(
         self, c: Mapping[str, Any], st: dict[str, Any], cause: int | None

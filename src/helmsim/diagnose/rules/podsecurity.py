@@ -8,6 +8,8 @@ HS123 pod-security-violation
     ``FailedCreate`` repeats, no pod ever exists, and Helm's wait times out; a bare Pod in the
     release fails the install at once. The finding names the level, where it comes from, each
     violated check with upstream's text, and the lowest level that would admit the pods.
+    Also reported: pods whose containers the kubelet never creates because they set
+    ``runAsNonRoot`` and run as user 0 (``container's runAsUser breaks non-root policy``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from helmsim.diagnose.registry import rule
 from helmsim.kube.workloads import pod_template
 
 _VIOLATES = re.compile(r'violates PodSecurity "(?P<level>[a-z]+):(?P<version>[^"]+)": (?P<detail>.*)$')
+# Helm's create of a Pod of the release (a hook or test Pod): the API server's Forbidden in its error
+_HELM_POD = re.compile(r'pods "(?P<name>[^"]+)" is forbidden: violates PodSecurity')
 # the fields a restricted pod must set, as upstream's details name them
 _SETTABLE = (
     ("allowPrivilegeEscalation != false", "securityContext.allowPrivilegeEscalation: false in each container"),
@@ -44,13 +48,23 @@ def _source(run: ProfileRun, namespace: str) -> str:
     return f"by the cluster's default (podSecurity.defaults.enforce of profile {run.profile.name})"
 
 
-def _events(run: ProfileRun) -> dict[str, list[TraceEvent]]:
-    """Release object → the Pod Security refusals of its pods that nothing overcame."""
-    out: dict[str, list[TraceEvent]] = {}
+def _events(run: ProfileRun) -> dict[str, list[tuple[TraceEvent, str]]]:
+    """Release object → the Pod Security refusals of its pods that nothing overcame, each with
+    the refusal's text: its controller's ``FailedCreate``, or Helm's own create of the Pod."""
+    out: dict[str, list[tuple[TraceEvent, str]]] = {}
     for owner, evs in run.refused_pods.items():
-        mine = [e for e in evs if "violates PodSecurity" in e.message]
+        mine = [(e, f"FailedCreate: {e.message}") for e in evs if "violates PodSecurity" in e.message]
         if mine:
             out[owner] = mine
+    for hr_ref in run.charts:
+        attempt = run.first_failed_attempt(hr_ref)
+        error = str(attempt[1].data.get("error") or "") if attempt is not None else ""
+        m = _HELM_POD.search(error)
+        if attempt is None or m is None:
+            continue
+        pod = next((r.ref for r in run.resources(hr_ref) if r.kind == "Pod" and r.name == m["name"]), None)
+        if pod is not None:
+            out.setdefault(pod, []).append((attempt[1], f"Helm: {error[m.start():]}"))
     return out
 
 
@@ -60,6 +74,36 @@ def _admitting_level(body: Mapping[str, Any]) -> str:
     if pod is None or podsecurity.check_pod(pod, "baseline"):
         return "privileged"
     return "baseline"
+
+
+# pkg/kubelet/kuberuntime/security_context_others.go verifyRunAsNonRoot
+_NON_ROOT = ("breaks non-root policy", "has runAsNonRoot and image")
+
+
+def _non_root(run: ProfileRun) -> list[Candidate]:
+    """Pods whose containers the kubelet never creates: runAsNonRoot with runAsUser 0."""
+    out: list[Candidate] = []
+    for owner, evs in run.unstartable_pods.items():
+        mine = [e for e in evs if any(k in e.message for k in _NON_ROOT)]
+        located = run.resource(owner)
+        if not mine or located is None:
+            continue
+        hr_ref, res = located
+        ready = run.ready(hr_ref)
+        times = f", {len(mine)} times" if len(mine) > 1 else ""
+        msg = (
+            f"{owner}'s containers are never created: the kubelet enforces runAsNonRoot and the pod runs as user 0: "
+            f"{mine[0].message.removeprefix('Error: ')}{times}; they stay CreateContainerConfigError"
+            + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
+        )
+        chain: list[Step] = [step(mine[0], f"Failed: {mine[0].message}")]
+        if not ready:
+            chain.extend(s for s in run.failure_tail(hr_ref) if s.time > mine[0].time)
+        fix = Fix("set a runAsUser other than 0 (one the image can run as), or drop runAsNonRoot: true")
+        out.append(
+            Candidate("HS123", hr_ref, owner, Severity.error if not ready else Severity.warning, msg, chain, [fix], run.variant)
+        )
+    return out
 
 
 @rule(
@@ -74,20 +118,24 @@ def pod_security_violation(run: ProfileRun) -> list[Candidate]:
         if located is None:
             continue
         hr_ref, res = located
-        m = _VIOLATES.search(evs[0].message)
+        first, text = evs[0]
+        m = _VIOLATES.search(text)
         if m is None:
             continue
         ready = run.ready(hr_ref)
         namespace = res.namespace or "default"
         times = f", {len(evs)} times" if len(evs) > 1 else ""
+        refused = "are refused" if res.kind != "Pod" else "is refused"
+        subject = f"{owner}'s pods" if res.kind != "Pod" else owner
+        created = "no pod is created" if res.kind != "Pod" else "Helm's create fails"
         msg = (
-            f"{owner}'s pods are refused by Pod Security admission: namespace {namespace} enforces "
-            f'"{m["level"]}:{m["version"]}" {_source(run, namespace)}: {m["detail"]}{times}; no pod is created'
+            f"{subject} {refused} by Pod Security admission: namespace {namespace} enforces "
+            f'"{m["level"]}:{m["version"]}" {_source(run, namespace)}: {m["detail"]}{times}; {created}'
             + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
         )
-        chain: list[Step] = [step(evs[0], f"FailedCreate: {evs[0].message}")]
+        chain: list[Step] = [step(first, text)]
         if not ready:
-            chain.extend(s for s in run.failure_tail(hr_ref) if s.time >= evs[0].time)
+            chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
         out.append(
             Candidate(
                 "HS123",
@@ -100,7 +148,7 @@ def pod_security_violation(run: ProfileRun) -> list[Candidate]:
                 run.variant,
             )
         )
-    return out
+    return out + _non_root(run)
 
 
 def _fixes(level: str, detail: str, body: Mapping[str, Any], namespace: str) -> list[Fix]:

@@ -274,8 +274,8 @@ def _timed_out(run: ProfileRun, hr_ref: str) -> tuple[frozenset[str], float] | N
 def progress_deadline_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
     for hr_ref, res, timeout in _timed_out_resources(run):
-        if res.kind != "Deployment" or res.ref in run.refused_pods:
-            continue  # pods the API server refuses are not a slow rollout (HS114, HS123)
+        if res.kind != "Deployment" or res.ref in run.refused_pods or res.ref in run.unstartable_pods:
+            continue  # pods refused, or whose containers cannot be created, are not a slow rollout
         given = (res.body.get("spec") or {}).get("progressDeadlineSeconds")
         deadline = int(given or DEFAULT_PROGRESS_DEADLINE)
         default = "" if given else " (the default)"
