@@ -64,13 +64,13 @@ def test_the_profiles_default_applies_to_unlabelled_namespaces_and_exemptions_sk
     assert _create(profile, _pod(hostPID=True), {podsecurity.ENFORCE_LABEL: "privileged"}) is None
 
 
-def test_a_pinned_version_drops_the_checks_it_predates_and_a_bad_version_is_latest() -> None:
+def test_a_pinned_version_drops_the_checks_it_predates() -> None:
     probe = {"httpGet": {"host": "10.0.0.1", "port": 80}}
     pod = _pod()
     pod["spec"]["containers"][0]["readinessProbe"] = probe
     labels = {podsecurity.ENFORCE_LABEL: "baseline", podsecurity.ENFORCE_VERSION_LABEL: "v1.33"}
     assert _create(load_profile("kind"), pod, labels) is None  # hostProbesAndHostLifecycle is 1.34+
-    labels[podsecurity.ENFORCE_VERSION_LABEL] = "1.33"  # not v1.x: latest (api/helpers.go ParseVersion)
+    labels[podsecurity.ENFORCE_VERSION_LABEL] = "latest"
     refused = _create(load_profile("kind"), pod, labels)
     assert refused is not None and 'probe or lifecycle host (container "app" uses probe or lifecycle host "10.0.0.1")' in refused
 
@@ -82,7 +82,8 @@ def test_a_pinned_version_drops_the_checks_it_predates_and_a_bad_version_is_late
         ({podsecurity.ENFORCE_LABEL: "restricted"}, ("restricted", "latest")),
         ({podsecurity.ENFORCE_LABEL: "Restricted"}, ("restricted", "latest")),  # fails closed
         ({podsecurity.ENFORCE_LABEL: "privileged", podsecurity.ENFORCE_VERSION_LABEL: "v1.29"}, ("privileged", "v1.29")),
-        ({podsecurity.ENFORCE_VERSION_LABEL: "v1.x"}, ("baseline", "latest")),
+        ({podsecurity.ENFORCE_VERSION_LABEL: "v1.x"}, ("baseline", "latest")),  # a namespace labelled before
+        ({podsecurity.ENFORCE_VERSION_LABEL: "v1.05"}, ("baseline", "latest")),  # the plugin was on
     ],
 )
 def test_labels_resolve_as_policy_to_evaluate(labels: dict[str, str], expected: tuple[str, str]) -> None:
@@ -111,3 +112,51 @@ def test_a_replicaset_sees_the_refusal_as_failed_create_with_the_generate_name()
     assert events and events[0].startswith('Error creating: pods "a-') and events[0].endswith(
         '-" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)'
     )
+
+
+def test_a_namespace_with_an_invalid_level_or_version_label_is_refused_on_create_and_update() -> None:
+    sim = build_cluster(load_profile("kind"), namespaces=[])
+    bad = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "tenant", "labels": {podsecurity.ENFORCE_LABEL: "Restricted", "pod-security.kubernetes.io/warn-version": "v1.05"}},
+    }
+    with pytest.raises(ApiError) as err:
+        sim.store.create(bad, actor="test")
+    assert err.value.message == (
+        'Namespace "tenant" is invalid: [metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "Restricted": '
+        "must be one of privileged, baseline, restricted, metadata.labels[pod-security.kubernetes.io/warn-version]: "
+        'Invalid value: "v1.05": must be "latest" or "v1.x"]'
+    )
+    ns = sim.store.get("Namespace", None, "default")
+    assert ns is not None
+    ns["metadata"]["labels"][podsecurity.ENFORCE_LABEL] = "strict"
+    with pytest.raises(ApiError):
+        sim.store.update(ns, actor="test")
+
+
+def test_api_defaults_precede_the_checks() -> None:
+    """A volume with no source is an emptyDir and a hostNetwork pod's ports are host ports
+    (pkg/apis/core/v1/defaults.go SetDefaults_Volume, defaultHostNetworkPorts)."""
+    restricted = {podsecurity.ENFORCE_LABEL: "restricted"}
+    compliant = {
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+    }
+    pod = _pod(volumes=[{"name": "tmp"}, {"name": "cache", "emptyDir": None}], **compliant)
+    pod["spec"]["containers"][0]["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert _create(load_profile("kind"), pod, restricted) is None
+    host = _pod(hostNetwork=True)
+    host["spec"]["containers"][0]["ports"] = [{"containerPort": 9100}]
+    refused = _create(load_profile("kind"), host, {podsecurity.ENFORCE_LABEL: "baseline"})
+    assert refused is not None and refused.endswith(
+        'host namespaces (hostNetwork=true), hostPort (container "app" uses hostPort 9100)'
+    )
+
+
+def test_a_pinned_version_admits_only_the_sysctls_it_made_safe() -> None:
+    pod = _pod(securityContext={"sysctls": [{"name": "net.ipv4.tcp_keepalive_time", "value": "600"}]})
+    labels = {podsecurity.ENFORCE_LABEL: "baseline", podsecurity.ENFORCE_VERSION_LABEL: "v1.28"}
+    refused = _create(load_profile("kind"), pod, labels)
+    assert refused is not None and refused.endswith("forbidden sysctls (net.ipv4.tcp_keepalive_time)")
+    labels[podsecurity.ENFORCE_VERSION_LABEL] = "v1.29"
+    assert _create(load_profile("kind"), pod, labels) is None

@@ -390,3 +390,37 @@ def test_namespaces_pod_security_labels_become_objects_and_the_admission_file_is
     assert "/etc/kubernetes/psa.yaml" in result.output and "set podSecurity in the profile" in result.output
     profile = load_profile(str(out))
     assert profile.pod_security.defaults.enforce == "privileged"
+
+
+def test_resource_quotas_and_limit_ranges_are_imported_without_their_status(tmp_path: Path) -> None:
+    """A tenant namespace's ResourceQuota and LimitRange become profile objects (spec only:
+    the simulation counts usage itself), so the imported profile refuses what they refuse."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for f in (DATA / "kind").iterdir():
+        (dump / f.name).write_text(f.read_text())
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "compute", "namespace": "team-a", "uid": "1", "resourceVersion": "9"},
+            "spec": {"hard": {"requests.cpu": "4", "pods": "20"}},
+            "status": {"hard": {"requests.cpu": "4"}, "used": {"requests.cpu": "1"}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": {"name": "defaults", "namespace": "team-a"},
+            "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m"}}]},
+        },
+    ]
+    (dump / "tenants.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    out = tmp_path / "imported.yaml"
+    result = runner.invoke(app, ["profiles", "import", str(dump), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    objects = [o for o in yaml.safe_load(out.read_text()).get("objects") or () if o.get("kind") in ("ResourceQuota", "LimitRange")]
+    assert objects == [
+        {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults", "namespace": "team-a"}, "spec": items[1]["spec"]},
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute", "namespace": "team-a"}, "spec": items[0]["spec"]},
+    ]
+    assert load_profile(str(out)).objects  # loads

@@ -40,7 +40,9 @@ def test_a_baseline_namespace_refuses_the_host_agent_and_admits_the_web_pods() -
     assert list(refused) == ["DaemonSet/default/pod-security-agent"]
     assert refused["DaemonSet/default/pod-security-agent"] == (
         'Error creating: pods "pod-security-agent-" is forbidden: violates PodSecurity "baseline:latest": '
-        'host namespaces (hostNetwork=true, hostPID=true), hostPath volumes (volumes "proc", "sys", "root")'
+        'host namespaces (hostNetwork=true, hostPID=true), hostPath volumes (volumes "proc", "sys", "root"), '
+        # a hostNetwork pod's container ports are host ports (pkg/apis/core/v1/defaults.go)
+        'hostPort (container "node-exporter" uses hostPort 9100)'
     )
 
 
@@ -120,3 +122,14 @@ def test_the_kubelet_refuses_run_as_non_root_with_user_zero_and_says_an_unknown_
         "image nginx:1.27: its user is not known; assumed not to be root (with runAsNonRoot and no runAsUser, the kubelet "
         "refuses an image whose USER is root or a name: CreateContainerConfigError)"
     ) in unknown.notes
+
+
+def test_a_container_that_asks_for_root_itself_is_told_so_not_to_set_the_pods_context() -> None:
+    """bitnami postgresql's volumePermissions init container sets runAsUser: 0 itself
+    (bitnami/charts#3857): a pod-level runAsNonRoot cannot override it."""
+    profile = HERE / CHART / "profiles" / "restricted-defaults.yaml"
+    report = check_chart(CHART, str(profile), release_name="pod-security", values=("ci/restricted-values.yaml", "ci/root-container-values.yaml"))
+    [finding] = [f for f in report.findings if f.rule == "HS123"]
+    assert "runAsUser=0 (container \"web\" must not set runAsUser=0)" in finding.message
+    assert finding.fixes[0].summary.startswith("container \"web\" asks for root itself (runAsNonRoot: false or runAsUser: 0;")
+    assert "pod-security.kubernetes.io/enforce=baseline" in finding.fixes[1].summary

@@ -12,12 +12,15 @@ text a user sees. In order:
    in a terminating one → Forbidden.
 3. **Defaulting and DefaultStorageClass** (plugin/pkg/admission/storage/storageclass/setdefault):
    a claim with no ``storageClassName`` (nil, not ``""``) gets the default class, if any.
-4. **ServiceAccount and Priority** on Pods (:mod:`helmsim.cluster.podadmission`): a missing
-   ServiceAccount or PriorityClass refuses the pod with Forbidden.
+4. **LimitRanger, ServiceAccount and Priority** on Pods (:mod:`helmsim.cluster.limitrange`,
+   :mod:`helmsim.cluster.podadmission`): the namespace's LimitRange defaults fill unset
+   resources; a missing ServiceAccount or PriorityClass refuses the pod with Forbidden.
 5. **Admission webhooks** (:mod:`helmsim.cluster.webhooks`): a matching webhook that cannot be
    called refuses the create under ``failurePolicy: Fail``; between the mutating and the
-   validating ones, **Pod Security** (:mod:`helmsim.cluster.podsecurity`) refuses a Pod that
-   violates its namespace's enforced level.
+   validating ones, the LimitRanges' bounds and **Pod Security** (:mod:`helmsim.cluster.podsecurity`)
+   refuse a Pod that exceeds them or violates its namespace's enforced level.
+6. **ResourceQuota** (:mod:`helmsim.cluster.quota`), last: an object the namespace's quotas
+   cannot hold is Forbidden (``exceeded quota`` / ``failed quota``).
 
 The lead calls it from the store's create path: ``obj = admit(sim, obj)`` before
 ``store.create`` (and before an ``apply`` that creates). It never writes to the store.
@@ -31,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.crd import CRD, resource_name, served_group_versions, served_kinds
 from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
-from helmsim.cluster import podsecurity
-from helmsim.cluster.podadmission import admit_pod
+from helmsim.cluster import limitrange, podsecurity, quota
+from helmsim.cluster.podadmission import admit_pod, forbidden_pod
 from helmsim.cluster.store import ApiError, clone
 from helmsim.cluster.webhooks import call_webhooks
 from helmsim.kube.served import builtin_served
@@ -77,15 +80,22 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
     if (kind, api_version) in (("NetworkPolicy", "networking.k8s.io/v1"), ("Service", "v1")):
         _validate_port_names(out, kind, api_version)
     validate_spec(out)
-    if kind == "Pod" and api_version == "v1":
+    pod = kind == "Pod" and api_version == "v1"
+    if pod:
+        limitrange.mutate(sim, out)  # LimitRanger precedes ServiceAccount (plugins.go)
         admit_pod(sim, out)
     # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks): mutating, then the
-    # validating plugins (PodSecurity), then validating (k8s.io/apiserver pkg/admission/chain.go:
-    # every mutating interface before any validating one).
+    # validating plugins, then validating webhooks, then ResourceQuota, last
+    # (k8s.io/apiserver pkg/admission/chain.go: every mutating interface before any validating
+    # one; kubernetes pkg/kubeapiserver/options/plugins.go AllOrderedPlugins).
     call_webhooks(sim, out, ("MutatingWebhookConfiguration",))
-    if kind == "Pod" and api_version == "v1":
+    if pod:
+        refused = limitrange.validate(sim, out)
+        if refused is not None:
+            raise forbidden_pod(out, refused)
         podsecurity.admit(sim, out)
     call_webhooks(sim, out, ("ValidatingWebhookConfiguration",))
+    quota.admit(sim, out)
     return out
 
 

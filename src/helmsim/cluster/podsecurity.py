@@ -16,6 +16,7 @@ the checks that version predates. Warn and audit modes change no outcome and are
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -354,32 +355,34 @@ def _seccomp_restricted(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Vio
     return _seccomp(spec, required=True, check="seccompProfile_restricted")
 
 
-# check_sysctls.go: the safe set of the latest version (1.0, +ip_unprivileged_port_start 1.27,
-# +tcp_keepalive_*/tcp_fin_timeout 1.29, +tcp_rmem/tcp_wmem 1.32).
-_SAFE_SYSCTLS = frozenset(
-    {
-        "kernel.shm_rmid_forced",
-        "net.ipv4.ip_local_port_range",
-        "net.ipv4.tcp_syncookies",
-        "net.ipv4.ping_group_range",
-        "net.ipv4.ip_unprivileged_port_start",
-        "net.ipv4.ip_local_reserved_ports",
-        "net.ipv4.tcp_keepalive_time",
-        "net.ipv4.tcp_fin_timeout",
-        "net.ipv4.tcp_keepalive_intvl",
-        "net.ipv4.tcp_keepalive_probes",
-        "net.ipv4.tcp_rmem",
-        "net.ipv4.tcp_wmem",
-    }
-)
+# check_sysctls.go: the safe sysctls and the policy version that made each one safe.
+_SAFE_SYSCTLS: dict[str, int] = {
+    "kernel.shm_rmid_forced": 0,
+    "net.ipv4.ip_local_port_range": 0,
+    "net.ipv4.tcp_syncookies": 0,
+    "net.ipv4.ping_group_range": 0,
+    "net.ipv4.ip_unprivileged_port_start": 0,
+    "net.ipv4.ip_local_reserved_ports": 27,
+    "net.ipv4.tcp_keepalive_time": 29,
+    "net.ipv4.tcp_fin_timeout": 29,
+    "net.ipv4.tcp_keepalive_intvl": 29,
+    "net.ipv4.tcp_keepalive_probes": 29,
+    "net.ipv4.tcp_rmem": 32,
+    "net.ipv4.tcp_wmem": 32,
+}
 
 
-def _sysctls(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Violation | None:
-    """check_sysctls.go sysctls_1_0 (in the pod's order)."""
+def _sysctls(meta: Mapping[str, Any], spec: Mapping[str, Any], minor: int | None = None) -> Violation | None:
+    """check_sysctls.go (in the pod's order; a pinned ``minor`` admits only what it made safe)."""
+
+    def safe(name: str) -> bool:
+        since = _SAFE_SYSCTLS.get(name)
+        return since is not None and (minor is None or minor >= since)
+
     names = [
         str(s.get("name") or "")
         for s in _seq(_map(_sc(spec)).get("sysctls"))
-        if isinstance(s, Mapping) and str(s.get("name") or "") not in _SAFE_SYSCTLS
+        if isinstance(s, Mapping) and not safe(str(s.get("name") or ""))
     ]
     return Violation("sysctls", "forbidden sysctls", ", ".join(names)) if names else None
 
@@ -596,9 +599,14 @@ CHECK_LEVELS: dict[str, str] = {c[0]: c[1] for c in _CHECKS}
 """Each check's level (upstream ids)."""
 
 
+# api/helpers.go versionRegexp
+_VERSION = re.compile(r"^v1\.([0-9]|[1-9][0-9]*)$")
+
+
 def _minor(version: str) -> int | None:
-    """The minor of ``v1.N`` (None for latest)."""
-    return int(version[3:]) if version.startswith("v1.") and version[3:].isdigit() else None
+    """The minor of ``v1.N`` (None for latest or anything else)."""
+    m = _VERSION.match(version)
+    return int(m.group(1)) if m else None
 
 
 def check_pod(
@@ -623,7 +631,7 @@ def check_pod(
     for check_id, _lvl, _overlap, minimum, fn in ordered:
         if (only is not None and check_id != only) or (minor is not None and minor < minimum):
             continue
-        violation = fn(meta, spec)
+        violation = _sysctls(meta, spec, minor) if fn is _sysctls else fn(meta, spec)
         if violation is not None:
             out.append(violation)
     return out
@@ -647,6 +655,52 @@ def enforced(labels: Mapping[str, Any], default_level: str, default_version: str
     return level, version
 
 
+def _api_defaults(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What decoding defaults before admission sees the pod (pkg/apis/core/v1/defaults.go):
+    a volume with no source is an emptyDir (SetDefaults_Volume), and a hostNetwork pod's
+    container ports are host ports (defaultHostNetworkPorts). A copy; ``pod`` is unchanged."""
+    spec = _map(pod.get("spec"))
+    volumes = [
+        {**v, "emptyDir": {}} if isinstance(v, Mapping) and all(x is None for k, x in v.items() if k != "name") else v
+        for v in _seq(spec.get("volumes"))
+    ]
+    out_spec: dict[str, Any] = {**spec, "volumes": volumes} if volumes else dict(spec)
+    if spec.get("hostNetwork") is True:
+        for field in ("initContainers", "containers"):
+            out_spec[field] = [
+                {
+                    **c,
+                    "ports": [
+                        {**p, "hostPort": p.get("containerPort")} if isinstance(p, Mapping) and not p.get("hostPort") else p
+                        for p in _seq(c.get("ports"))
+                    ],
+                }
+                if isinstance(c, Mapping)
+                else c
+                for c in _seq(spec.get(field))
+            ]
+    return {**pod, "spec": out_spec}
+
+
+_MODES = ("enforce", "audit", "warn")
+
+
+def namespace_label_errors(namespace: Mapping[str, Any]) -> list[str]:
+    """Why the plugin refuses a Namespace's Pod Security labels on create or update
+    (admission/admission.go ValidateNamespace; api/helpers.go PolicyToEvaluate's field errors,
+    in its order: each mode's level, then its version)."""
+    labels = _map(_map(namespace.get("metadata")).get("labels"))
+    errors: list[str] = []
+    for mode in _MODES:
+        key = f"pod-security.kubernetes.io/{mode}"
+        if key in labels and str(labels[key]) not in LEVELS:
+            errors.append(f'metadata.labels[{key}]: Invalid value: "{labels[key]}": must be one of {", ".join(LEVELS)}')
+        key = f"{key}-version"
+        if key in labels and str(labels[key]) != LATEST and _minor(str(labels[key])) is None:
+            errors.append(f'metadata.labels[{key}]: Invalid value: "{labels[key]}": must be "latest" or "v1.x"')
+    return errors
+
+
 def admit(sim: Simulation, pod: Mapping[str, Any]) -> None:
     """Refuse ``pod`` (``ApiError`` Forbidden) when it violates its namespace's enforced level."""
     from helmsim.cluster.podadmission import forbidden_pod
@@ -667,6 +721,7 @@ def admit(sim: Simulation, pod: Mapping[str, Any]) -> None:
         return
     if str(_map(pod.get("spec")).get("runtimeClassName") or "") in exempt_classes and exempt_classes:
         return
+    pod = _api_defaults(pod)
     ns = sim.store.get("Namespace", "", namespace)
     labels = _map(_map(ns.get("metadata")).get("labels")) if ns else {}
     level, version = enforced(labels, default_level, default_version)

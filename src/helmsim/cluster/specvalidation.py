@@ -89,9 +89,17 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _namespace(obj: Mapping[str, Any]) -> list[str]:
+    """Pod Security admission's check of a Namespace's labels (helmsim.cluster.podsecurity)."""
+    from helmsim.cluster.podsecurity import namespace_label_errors
+
+    return namespace_label_errors(obj)
+
+
 VALIDATORS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = {
     ("policy", "PodDisruptionBudget"): pod_disruption_budget,
     ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler,
+    ("", "Namespace"): _namespace,
 }
 """(API group, kind) → its validator: every served version is validated alike (one internal type)."""
 

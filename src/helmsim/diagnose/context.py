@@ -202,7 +202,9 @@ class ProfileRun:
         found: dict[str, list[TraceEvent]] = {}
         for ev in self._by_what.get("event", ()):
             if ev.data.get("reason") == "FailedCreate" and "is forbidden:" in ev.message:
-                found.setdefault(self.release_object_of(ev) or ev.obj, []).append(ev)
+                # a rollout's new ReplicaSet leads back to the Deployment by its owner
+                owner = self.release_object_of(ev) or self._owner_by_references(ev.obj) or ev.obj
+                found.setdefault(owner, []).append(ev)
         return {
             owner: tuple(evs)
             for owner, evs in found.items()

@@ -406,6 +406,27 @@ def recreate(obj: str) -> FixTransform:
     return FixTransform(charts=fn)
 
 
+def no_surge(obj: str) -> FixTransform:
+    """Set Deployment ``obj``'s rolling update to ``maxSurge: 0``, ``maxUnavailable: 1``: the
+    controller removes an old pod before it creates a new one, so the rollout never holds more
+    pods than replicas (kubernetes pkg/controller/deployment/rolling.go reconcileNewReplicaSet)."""
+
+    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
+        def change(r: Resource) -> Resource:
+            if r.ref != obj:
+                return r
+            body = copy.deepcopy(r.body)
+            body.setdefault("spec", {})["strategy"] = {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+            }
+            return with_body(r, body)
+
+        return _map(chart, change)
+
+    return FixTransform(charts=fn)
+
+
 def transform_for(fix_key: str) -> FixTransform | None:
     """The transform a fix key names, ``None`` for keys this module does not know."""
     kind, *args = fix_key.split("|")
@@ -429,4 +450,6 @@ def transform_for(fix_key: str) -> FixTransform | None:
         return disable_wait(args[0])
     if kind == "recreate":
         return recreate(args[0])
+    if kind == "no-surge":
+        return no_surge(args[0])
     return None

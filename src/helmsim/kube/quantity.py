@@ -94,3 +94,26 @@ def format_amount(resource: str, amount: int) -> str:
         if amount and amount % unit == 0:
             return f"{amount // unit}{suffix}"
     return str(amount)
+
+
+def is_binary(text: object) -> bool:
+    """Whether a quantity is written with a binary suffix (``512Mi``): Go keeps its BinarySI format."""
+    return isinstance(text, str) and text.strip()[-2:] in _BINARY
+
+
+def canonical(q: Decimal, binary: bool = False) -> str:
+    """Quantity.String of ``q``: the largest suffix that leaves an integer (quantity.go
+    CanonicalizeBytes), binary (``1536Mi``) for a BinarySI quantity that is a whole number of
+    KiB, else decimal with exponents in thousands (``1500m``, ``2``, ``2k``)."""
+    if q == 0:
+        return "0"
+    if binary and q == q.to_integral_value() and abs(q) >= 1024:
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+            unit = _BINARY[suffix]
+            if q % unit == 0:
+                return f"{int(q // unit)}{suffix}"
+    for suffix in ("E", "P", "T", "G", "M", "k", "", "m", "u", "n"):
+        scaled = q / _DECIMAL[suffix]
+        if scaled == scaled.to_integral_value():
+            return f"{int(scaled)}{suffix}"
+    return f"{math.ceil(q / _DECIMAL['n'])}n"  # quantity.go rounds below a nanounit up

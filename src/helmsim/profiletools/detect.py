@@ -108,6 +108,7 @@ def build_draft(
     _storage(draft, dump)
     _csi_drivers(draft, dump)
     _pod_security(draft, dump)
+    _namespace_limits(draft, dump)
     _nodes(draft, dump)
     _latencies(draft, prior, prior_label)
     _addressing(draft, dump, platform)
@@ -644,6 +645,28 @@ def _pod_security(draft: Draft, dump: Dump) -> None:
             f"kube-apiserver reads an admission configuration ({config[0]}, {config[1]}): if it configures "
             "PodSecurity defaults or exemptions, set podSecurity in the profile (the file is not readable through the API)"
         )
+
+
+def _namespace_limits(draft: Draft, dump: Dump) -> None:
+    """The dump's ResourceQuotas and LimitRanges into ``objects`` (name, namespace, spec): the
+    simulation's admission refuses what they refuse. Their status is not copied: usage is
+    recomputed from the simulated namespace."""
+    kept = sorted(
+        [o for kind in ("ResourceQuota", "LimitRange") for o in dump.of(kind)],
+        key=lambda o: (o.namespace, o.kind, o.name),
+    )
+    objects = draft.data.get("objects")
+    start = len(objects) if isinstance(objects, list) else 0
+    for i, o in enumerate(kept):
+        if start == 0 and i == 0:
+            draft.put(("objects",), [], "objects the cluster holds that the simulation reads")
+        entry = {
+            "apiVersion": "v1",
+            "kind": o.kind,
+            "metadata": {"name": o.name, "namespace": o.namespace},
+            "spec": _plain(_map(o.obj.get("spec"))),
+        }
+        draft.put(("objects", start + i), entry, o.cite())
 
 
 # --- nodes --------------------------------------------------------------------------------------

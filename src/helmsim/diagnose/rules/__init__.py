@@ -9,10 +9,11 @@ from helmsim.diagnose.rules import (
     pods,
     podsecurity,
     programs,
+    quota,
     rbac,
     releases,
     storage,
     upgrade,
 )
 
-__all__ = ["hooks", "jobs", "network", "pods", "podsecurity", "programs", "rbac", "releases", "storage", "upgrade"]
+__all__ = ["hooks", "jobs", "network", "pods", "podsecurity", "programs", "quota", "rbac", "releases", "storage", "upgrade"]

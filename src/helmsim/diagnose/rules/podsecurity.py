@@ -151,11 +151,36 @@ def pod_security_violation(run: ProfileRun) -> list[Candidate]:
     return out + _non_root(run)
 
 
+# check_runAsNonRoot.go / check_runAsUser.go: a container that asks for root itself
+_ROOT_BY_CHOICE = re.compile(
+    r'(?:containers?|pod and containers?) (?P<names>"[^)]*?") must not set (?:securityContext\.runAsNonRoot=false|runAsUser=0)'
+)
+
+
+def _root_containers(detail: str) -> list[str]:
+    """Containers that set runAsNonRoot: false or runAsUser: 0 themselves."""
+    names: list[str] = []
+    for m in _ROOT_BY_CHOICE.finditer(detail):
+        names += [n for n in re.findall(r'"([^"]*)"', m["names"]) if n not in names]
+    return names
+
+
 def _fixes(level: str, detail: str, body: Mapping[str, Any], namespace: str) -> list[Fix]:
     settable = [text for reason, text in _SETTABLE if f"{reason} (" in detail]
     baseline_ok = _admitting_level(body) == "baseline"
+    root = _root_containers(detail)
     out: list[Fix] = []
-    if level == "restricted" and baseline_ok and settable:
+    if level == "restricted" and baseline_ok and root:
+        # a container's own runAsNonRoot/runAsUser wins over the pod's (DetermineEffectiveSecurityContext)
+        quoted = ", ".join(f'"{n}"' for n in root)
+        out.append(
+            Fix(
+                f"{_plural_containers(root)} {quoted} {'ask' if len(root) > 1 else 'asks'} for root {'themselves' if len(root) > 1 else 'itself'} (runAsNonRoot: false "
+                "or runAsUser: 0; a pod-level setting cannot override a container's): if it is a volume-permissions "
+                "init container, disable it (the chart's volumePermissions values) and give the pod an fsGroup instead"
+            )
+        )
+    elif level == "restricted" and baseline_ok and settable:
         out.append(Fix("set in the pod template (the chart's securityContext values): " + "; ".join(settable)))
     lowest = _admitting_level(body)
     out.append(
@@ -169,3 +194,7 @@ def _fixes(level: str, detail: str, body: Mapping[str, Any], namespace: str) -> 
         )
     )
     return out
+
+
+def _plural_containers(names: list[str]) -> str:
+    return "container" if len(names) == 1 else "containers"

@@ -1,0 +1,194 @@
+"""The LimitRanger admission plugin: a namespace's LimitRanges default and bound pod resources.
+
+plugin/pkg/admission/limitranger/admission.go. In the mutating phase each ``type: Container``
+limit's ``default`` (limits) and ``defaultRequest`` (requests) fill what a container (or init
+container) does not set, recorded in the pod's ``kubernetes.io/limit-ranger`` annotation; in the
+validating phase ``min``, ``max`` and ``maxLimitRequestRatio`` bound each app container
+(``type: Container``) and their sums (``type: Pod``). A violation refuses the pod:
+``pods "x" is forbidden: Maximum memory usage per Container is 1Gi, but limit is 2Gi.`` (several
+are joined as ``[a, b]``: k8s.io/apimachinery pkg/util/errors NewAggregate).
+
+A LimitRangeItem's own defaults are applied first (pkg/apis/core/v1/defaults.go
+SetDefaults_LimitRangeItem: ``default`` from ``max``, ``defaultRequest`` from ``default`` then
+``min``). Constraints are checked in resource-name order (upstream iterates a Go map, whose order
+varies), so the text is the same on every run. Claims' storage bounds are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from helmsim.kube.quantity import canonical, is_binary, milli_value, parse_quantity, value
+
+if TYPE_CHECKING:
+    from helmsim.cluster.engine import Simulation
+
+# plugin/pkg/admission/limitranger/admission.go limitRangerAnnotation
+ANNOTATION = "kubernetes.io/limit-ranger"
+
+
+def _map(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _items(sim: Simulation, namespace: str) -> Iterator[Mapping[str, Any]]:
+    for lr in sim.store.list("LimitRange", namespace):
+        for item in (_map(lr.get("spec")).get("limits") or ()):
+            if isinstance(item, Mapping):
+                yield item
+
+
+def _defaulted(item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(default limits, default requests) of a Container item (SetDefaults_LimitRangeItem)."""
+    default = dict(_map(item.get("default")))
+    request = dict(_map(item.get("defaultRequest")))
+    for key, v in _map(item.get("max")).items():
+        default.setdefault(key, v)
+    for key, v in default.items():
+        request.setdefault(key, v)
+    for key, v in _map(item.get("min")).items():
+        request.setdefault(key, v)
+    return default, request
+
+
+def _containers(spec: Mapping[str, Any], *, init: bool = True) -> Iterator[dict[str, Any]]:
+    for field in ("initContainers", "containers") if init else ("containers",):
+        for c in spec.get(field) or ():
+            if isinstance(c, dict):
+                yield c
+
+
+def mutate(sim: Simulation, pod: dict[str, Any]) -> None:
+    """Fill each container's unset limits and requests from the namespace's Container defaults
+    (admission.go mergePodResourceRequirements), in place."""
+    namespace = str(_map(pod.get("metadata")).get("namespace") or "default")
+    limits: dict[str, Any] = {}
+    requests: dict[str, Any] = {}
+    for item in _items(sim, namespace):
+        if item.get("type") == "Container":
+            d, r = _defaulted(item)
+            limits.update(d)
+            requests.update(r)
+    if not limits and not requests:
+        return
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    notes: list[str] = []
+    for c in _containers(spec):
+        resources = c.get("resources")
+        if not isinstance(resources, dict):
+            resources = c["resources"] = {}
+        got_l, got_r = resources.get("limits"), resources.get("requests")
+        have_l: dict[str, Any] = got_l if isinstance(got_l, dict) else {}
+        have_r: dict[str, Any] = got_r if isinstance(got_r, dict) else {}
+        # pkg/apis/core/v1/defaults.go SetDefaults_Pod ran first: requests default to limits
+        for key, v in list(have_l.items()):
+            have_r.setdefault(key, v)
+        set_r = sorted(k for k in requests if k not in have_r)
+        set_l = sorted(k for k in limits if k not in have_l)
+        for key in set_r:
+            have_r[key] = requests[key]
+        for key in set_l:
+            have_l[key] = limits[key]
+        if have_l:
+            resources["limits"] = have_l
+        if have_r:
+            resources["requests"] = have_r
+        name = str(c.get("name") or "")
+        if set_r:
+            notes.append(f"{', '.join(set_r)} request for container {name}")
+        if set_l:
+            notes.append(f"{', '.join(set_l)} limit for container {name}")
+    if notes:
+        meta = pod.setdefault("metadata", {})
+        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        annotations[ANNOTATION] = "LimitRanger plugin set: " + "; ".join(notes)
+        meta["annotations"] = annotations
+
+
+def _quantities(values: Any) -> dict[str, tuple[Decimal, str]]:
+    out: dict[str, tuple[Decimal, str]] = {}
+    for key, raw in _map(values).items():
+        try:
+            out[str(key)] = (parse_quantity(raw), str(raw))
+        except ValueError:
+            continue  # field validation refuses it first
+    return out
+
+
+def _text(q: Decimal, raw: str) -> str:
+    return canonical(q, is_binary(raw))
+
+
+def _check(kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, str]], lim: dict[str, tuple[Decimal, str]]) -> list[str]:
+    """minConstraint, maxConstraint, limitRequestRatioConstraint (admission.go), comparing in
+    thousandths as requestLimitEnforcedValues does."""
+    errs: list[str] = []
+    for name, (bound, raw) in sorted(_quantities(item.get("min")).items()):
+        shown = _text(bound, raw)
+        if name not in req:
+            errs.append(f"Minimum {name} usage per {kind} is {shown}.  No request is specified.")
+        elif milli_value(req[name][0]) < milli_value(bound):
+            errs.append(f"Minimum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}.")
+        elif name in lim and milli_value(lim[name][0]) < milli_value(bound):
+            errs.append(f"Minimum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}.")
+    for name, (bound, raw) in sorted(_quantities(item.get("max")).items()):
+        shown = _text(bound, raw)
+        if name not in lim:
+            errs.append(f"Maximum {name} usage per {kind} is {shown}.  No limit is specified.")
+        elif milli_value(lim[name][0]) > milli_value(bound):
+            errs.append(f"Maximum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}.")
+        elif name in req and milli_value(req[name][0]) > milli_value(bound):
+            errs.append(f"Maximum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}.")
+    for name, (bound, raw) in sorted(_quantities(item.get("maxLimitRequestRatio")).items()):
+        shown = _text(bound, raw)
+        r = milli_value(req[name][0]) if name in req else 0
+        li = milli_value(lim[name][0]) if name in lim else 0
+        if r == 0:
+            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but no request is specified or request is 0.")
+        elif li == 0:
+            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but no limit is specified or limit is 0.")
+        elif li / r * 1000 > milli_value(bound):
+            # Go's %f: six decimals
+            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but provided ratio is {li / r:f}.")
+    return errs
+
+
+def _sum(lists: list[dict[str, tuple[Decimal, str]]]) -> dict[str, tuple[Decimal, str]]:
+    """admission.go sum: a resource every container sets, totalled (cpu in thousandths);
+    the total is a DecimalSI quantity."""
+    keys = sorted({k for d in lists for k in d})
+    out: dict[str, tuple[Decimal, str]] = {}
+    for key in keys:
+        if all(key in d for d in lists):
+            if key == "cpu":
+                total = Decimal(sum(milli_value(d[key][0]) for d in lists)) / 1000
+            else:
+                total = Decimal(sum(value(d[key][0]) for d in lists))
+            out[key] = (total, str(total))
+    return out
+
+
+def validate(sim: Simulation, pod: Mapping[str, Any]) -> str | None:
+    """The reason the namespace's LimitRanges refuse ``pod`` (admission.go PodValidateLimitFunc),
+    None when they admit it."""
+    namespace = str(_map(pod.get("metadata")).get("namespace") or "default")
+    spec = _map(pod.get("spec"))
+    errs: list[str] = []
+    for item in _items(sim, namespace):
+        kind = item.get("type")
+        containers = [
+            (_quantities(_map(c.get("resources")).get("requests")), _quantities(_map(c.get("resources")).get("limits")))
+            for c in _containers(spec, init=False)
+        ]
+        if kind == "Container":
+            for req, lim in containers:
+                errs.extend(_check("Container", item, req, lim))
+        elif kind == "Pod":
+            errs.extend(_check("Pod", item, _sum([r for r, _ in containers]), _sum([li for _, li in containers])))
+    if not errs:
+        return None
+    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"

@@ -1,0 +1,164 @@
+"""Objects a namespace's ResourceQuota or LimitRange refuses.
+
+HS124 quota-or-limit-refused
+    The API server's ResourceQuota admission refuses an object the namespace's quota cannot
+    hold (``exceeded quota: <name>, requested: …, used: …, limited: …``) or a pod whose
+    containers do not set what a cpu/memory quota tracks (``failed quota: <name>: must specify
+    …``); LimitRanger refuses a pod outside a LimitRange's bounds (``Maximum memory usage per
+    Container is 512Mi, but limit is 1Gi.``). A controller's pods are its ``FailedCreate`` with
+    back-off and Helm's wait times out; an object Helm creates fails the release at once. A
+    rolling update that needs a surge pod the quota has no room for never ends: the finding says
+    so and its fix (``maxSurge: 0``) is applied and re-simulated.
+"""
+
+from __future__ import annotations
+
+import re
+
+from helmsim.cluster.trace import TraceEvent
+from helmsim.diagnose import fixes
+from helmsim.diagnose.context import ProfileRun
+from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
+from helmsim.diagnose.registry import rule
+from helmsim.kube.quantity import canonical, is_binary, parse_quantity
+from helmsim.manifests import Resource
+
+# k8s.io/apiserver pkg/admission/plugin/resourcequota/controller.go CheckRequest
+_EXCEEDED = re.compile(
+    r"exceeded quota: (?P<quota>[^,]+), requested: (?P<requested>\S+), used: (?P<used>\S+), limited: (?P<limited>\S+)"
+)
+_FAILED = re.compile(r"failed quota: (?P<quota>[^:]+): (?P<reason>must specify .*)$")
+# plugin/pkg/admission/limitranger/admission.go minConstraint, maxConstraint, limitRequestRatioConstraint
+_LIMIT = re.compile(r"(?:Minimum|Maximum) \S+ usage per (?:Container|Pod)|max limit to request ratio per (?:Container|Pod)")
+_HELM_FORBIDDEN = re.compile(r'(?P<resource>[a-z0-9.-]+) "(?P<name>[^"]+)" is forbidden: (?P<reason>.*)$')
+
+
+def _refusal(text: str) -> bool:
+    return bool(_EXCEEDED.search(text) or _FAILED.search(text) or _LIMIT.search(text))
+
+
+def _values(text: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+
+
+def _events(run: ProfileRun) -> dict[str, list[tuple[TraceEvent, str]]]:
+    """Release object → the quota and LimitRange refusals of it (or its pods) nothing overcame."""
+    out: dict[str, list[tuple[TraceEvent, str]]] = {}
+    for owner, evs in run.refused_pods.items():
+        mine = [(e, e.message.removeprefix("Error creating: ")) for e in evs if _refusal(e.message)]
+        if mine:
+            out[owner] = mine
+    for hr_ref in run.charts:
+        attempt = run.first_failed_attempt(hr_ref)
+        error = str(attempt[1].data.get("error") or "") if attempt is not None else ""
+        m = _HELM_FORBIDDEN.search(error)
+        if attempt is None or m is None or not _refusal(m["reason"]):
+            continue
+        plural = m["resource"].split(".", 1)[0]
+        res = next(
+            (r for r in run.resources(hr_ref) if r.name == m["name"] and plural.startswith(r.kind.lower())),
+            None,
+        )
+        if res is not None:
+            out.setdefault(res.ref, []).append((attempt[1], error[m.start():]))
+    return out
+
+
+def _rollout(run: ProfileRun, owner: str, at: float) -> bool:
+    """Whether the refusals came during a rollout of a Deployment that already had pods."""
+    if not owner.startswith("Deployment/"):
+        return False
+    return any(
+        e.what == "created" and e.time < at and run.owner_of_pod(e.obj) == owner
+        for e in run.trace
+        if e.obj.startswith("Pod/")
+    )
+
+
+def _needed(m: re.Match[str]) -> str:
+    """The hard values that would admit the request: used + requested, per resource."""
+    requested, used = _values(m["requested"]), _values(m["used"])
+    parts = []
+    for name, raw in sorted(requested.items()):
+        try:
+            total = parse_quantity(raw) + parse_quantity(used.get(name, "0"))
+        except ValueError:
+            continue
+        parts.append(f"{name}: {canonical(total, is_binary(raw) or is_binary(used.get(name)))}")
+    return ", ".join(parts)
+
+
+def _fixes(run: ProfileRun, res: Resource, text: str, rollout: bool) -> list[Fix]:
+    exceeded = _EXCEEDED.search(text)
+    if exceeded is not None:
+        quota = exceeded["quota"]
+        out: list[Fix] = []
+        if rollout:
+            out.append(
+                Fix(
+                    f"let the rollout replace pods instead of adding one: strategy.rollingUpdate maxSurge: 0, maxUnavailable: 1 "
+                    f"on {res.ref} (the quota holds the current pods, not one more)",
+                    fixes.key("no-surge", res.ref),
+                )
+            )
+        out.append(
+            Fix(
+                f"{'or ' if out else ''}raise ResourceQuota {quota}'s spec.hard to at least {_needed(exceeded)}, or lower what "
+                "the objects request (the chart's resources values, replicas)"
+            )
+        )
+        return out
+    failed = _FAILED.search(text)
+    if failed is not None:
+        return [
+            Fix(
+                f"set the containers' resources ({failed['reason'].removeprefix('must specify ')}) through the chart's resources "
+                "values, or give the namespace a LimitRange with default requests and limits"
+            )
+        ]
+    return [Fix("set the containers' resources within the namespace's LimitRange bounds (the chart's resources values)")]
+
+
+@rule(
+    "HS124",
+    "quota-or-limit-refused",
+    "A namespace's ResourceQuota or LimitRange refuses an object or its pods",
+)
+def quota_or_limit_refused(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    for owner, evs in _events(run).items():
+        located = run.resource(owner)
+        if located is None:
+            continue
+        hr_ref, res = located
+        first, text = evs[0]
+        ready = run.ready(hr_ref)
+        rollout = _rollout(run, owner, first.time)
+        times = f"; refused {len(evs)} times" if len(evs) > 1 else ""
+        if first.data.get("reason") == "FailedCreate":
+            subject = f"{owner}'s pods are refused"
+            consequence = "the rollout cannot add the pod it surges, so it never ends" if rollout else "no pod is created"
+        else:
+            subject, consequence = f"{owner} is refused", "Helm's create fails"
+        by = "LimitRanger" if _LIMIT.search(text) else "ResourceQuota admission"
+        msg = (
+            f"{subject} by {by}: {text.split(' is forbidden: ', 1)[-1]}{times}; {consequence}"
+            + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
+        )
+        chain: list[Step] = [step(first, f"{first.data.get('reason') or 'Helm'}: {first.message if first.what == 'event' else text}")]
+        if not ready:
+            chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
+        out.append(
+            Candidate(
+                "HS124",
+                hr_ref,
+                owner,
+                Severity.error if not ready else Severity.warning,
+                msg,
+                chain,
+                _fixes(run, res, text, rollout),
+                run.variant,
+            )
+        )
+    return out
+

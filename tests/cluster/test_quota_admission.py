@@ -1,0 +1,159 @@
+"""ResourceQuota and LimitRanger admission as kube-apiserver runs them on create: usage, the
+must-specify constraint, exceeded quotas with upstream's text, scopes, object counts, LimitRange
+defaults and bounds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from helmsim.cluster.cluster import build_cluster
+from helmsim.cluster.engine import Simulation
+from helmsim.cluster.profile import load_profile
+from helmsim.cluster.store import ApiError
+
+
+def _sim(*objects: dict[str, Any]) -> Simulation:
+    sim = build_cluster(load_profile("kind"), namespaces=["apps"])
+    for obj in objects:
+        sim.store.create(obj, actor="test")
+    return sim
+
+
+def _quota(hard: dict[str, Any], name: str = "q", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": "apps"}, "spec": {"hard": hard, **spec}}
+
+
+def _limits(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "apps"}, "spec": {"limits": list(items)}}
+
+
+def _pod(name: str, resources: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "app", "image": "x"}
+    if resources is not None:
+        container["resources"] = resources
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "apps"}, "spec": {"containers": [container], **spec}}
+
+
+def _refused(sim: Simulation, obj: dict[str, Any]) -> str | None:
+    try:
+        sim.store.create(obj, actor="test")
+    except ApiError as err:
+        return err.message
+    return None
+
+
+SIZED = {"requests": {"cpu": "500m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
+
+
+def test_a_cpu_quota_needs_every_container_to_set_it() -> None:
+    sim = _sim(_quota({"requests.cpu": "1", "limits.memory": "1Gi"}))
+    assert _refused(sim, _pod("a")) == 'pods "a" is forbidden: failed quota: q: must specify limits.memory for: app; requests.cpu for: app'
+    # limits stand in for unset requests (pkg/apis/core/v1/defaults.go SetDefaults_Pod)
+    assert _refused(sim, _pod("b", {"limits": {"cpu": "100m", "memory": "64Mi"}})) is None
+
+
+def test_usage_adds_up_until_the_quota_is_exceeded_with_upstreams_text() -> None:
+    sim = _sim(_quota({"requests.cpu": "1", "requests.memory": "1Gi", "pods": "5"}, name="compute"))
+    assert _refused(sim, _pod("a", SIZED)) is None
+    assert _refused(sim, _pod("b", SIZED)) is None
+    assert _refused(sim, _pod("c", SIZED)) == (
+        'pods "c" is forbidden: exceeded quota: compute, requested: requests.cpu=500m, used: requests.cpu=1, limited: requests.cpu=1'
+    )
+
+
+def test_terminal_pods_free_compute_but_count_for_count_pods() -> None:
+    sim = _sim(_quota({"requests.cpu": "500m", "count/pods": "2"}))
+    assert _refused(sim, _pod("a", SIZED)) is None
+    assert sim.store.update_status("Pod", "apps", "a", {"phase": "Succeeded"}, actor="test") is not None
+    assert _refused(sim, _pod("b", SIZED)) is None
+    assert _refused(sim, _pod("c", {"requests": {"cpu": "0"}})) == (
+        'pods "c" is forbidden: exceeded quota: q, requested: count/pods=1, used: count/pods=2, limited: count/pods=2'
+    )
+
+
+@pytest.mark.parametrize(
+    ("scopes", "pod", "tracked"),
+    [
+        (["BestEffort"], _pod("p"), True),
+        (["BestEffort"], _pod("p", SIZED), False),
+        (["NotBestEffort"], _pod("p", SIZED), True),
+        (["Terminating"], _pod("p", activeDeadlineSeconds=60), True),
+        (["NotTerminating"], _pod("p", activeDeadlineSeconds=60), False),
+    ],
+)
+def test_scoped_quotas_track_only_the_pods_their_scopes_select(scopes: list[str], pod: dict[str, Any], tracked: bool) -> None:
+    sim = _sim(_quota({"pods": "0"}, scopes=scopes))
+    message = _refused(sim, pod)
+    assert (message is not None) == tracked
+    if tracked:
+        assert message == 'pods "p" is forbidden: exceeded quota: q, requested: pods=1, used: pods=0, limited: pods=0'
+
+
+def test_priority_class_scope_selector() -> None:
+    selector = {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}
+    sim = _sim(
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        _quota({"pods": "0"}, scopeSelector=selector),
+    )
+    assert _refused(sim, _pod("low")) is None
+    assert _refused(sim, _pod("high", priorityClassName="high")) is not None
+
+
+def test_object_counts_services_and_claims() -> None:
+    # every namespace holds kube-root-ca.crt (the root CA publisher's ConfigMap): it counts
+    sim = _sim(_quota({"services.loadbalancers": "0", "count/configmaps": "2", "requests.storage": "10Gi"}))
+    lb = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "apps"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}}
+    assert _refused(sim, lb) == (
+        'services "web" is forbidden: exceeded quota: q, requested: services.loadbalancers=1, used: services.loadbalancers=0, '
+        "limited: services.loadbalancers=0"
+    )
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "one", "namespace": "apps"}}
+    assert _refused(sim, cm) is None
+    assert _refused(sim, {**cm, "metadata": {"name": "two", "namespace": "apps"}}) == (
+        'configmaps "two" is forbidden: exceeded quota: q, requested: count/configmaps=1, used: count/configmaps=2, limited: count/configmaps=2'
+    )
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "apps"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}},
+    }
+    assert _refused(sim, claim) == (
+        'persistentvolumeclaims "data" is forbidden: exceeded quota: q, requested: requests.storage=20Gi, used: requests.storage=0, '
+        "limited: requests.storage=10Gi"
+    )
+
+
+def test_a_limit_range_defaults_unset_resources_and_says_so() -> None:
+    sim = _sim(_limits({"type": "Container", "default": {"cpu": "250m"}, "defaultRequest": {"cpu": "100m"}, "max": {"memory": "1Gi"}}))
+    created = sim.store.create(_pod("a", {"limits": {"memory": "512Mi"}}), actor="test")
+    resources = created["spec"]["containers"][0]["resources"]
+    # max defaults the limit, the limit defaults the request (SetDefaults_LimitRangeItem)
+    assert resources == {"limits": {"memory": "512Mi", "cpu": "250m"}, "requests": {"memory": "512Mi", "cpu": "100m"}}
+    assert created["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu request for container app; cpu limit for container app"
+    )
+
+
+def test_limit_range_bounds_refuse_with_every_violation() -> None:
+    sim = _sim(
+        _limits(
+            {"type": "Container", "min": {"cpu": "100m"}, "max": {"memory": "512Mi"}, "maxLimitRequestRatio": {"cpu": "2"}},
+        )
+    )
+    pod = _pod("a", {"requests": {"cpu": "50m", "memory": "1Gi"}, "limits": {"cpu": "200m", "memory": "1Gi"}})
+    assert _refused(sim, pod) == (
+        'pods "a" is forbidden: [Minimum cpu usage per Container is 100m, but request is 50m., '
+        "Maximum memory usage per Container is 512Mi, but limit is 1Gi., "
+        "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000.]"
+    )
+    assert _refused(sim, _pod("b", {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m", "memory": "256Mi"}})) is None
+
+
+def test_a_pod_limit_range_bounds_the_sum_of_its_containers() -> None:
+    sim = _sim(_limits({"type": "Pod", "max": {"cpu": "1"}}))
+    pod = _pod("a", {"limits": {"cpu": "600m"}})
+    pod["spec"]["containers"].append({"name": "side", "image": "x", "resources": {"limits": {"cpu": "600m"}}})
+    assert _refused(sim, pod) == 'pods "a" is forbidden: Maximum cpu usage per Pod is 1, but limit is 1200m.'

@@ -1,0 +1,70 @@
+"""ResourceQuota and LimitRange admission (k8s.io/apiserver pkg/admission/plugin/resourcequota,
+plugin/pkg/admission/limitranger): a tenant namespace's compute quota refuses pods that set no
+requests (many charts default ``resources: {}``, bitnami/common's resourcesPreset aside) and, on
+an upgrade, the surge pod a rolling update needs when the quota holds exactly the running pods.
+helmsim did not model either and predicted Ready."""
+
+from __future__ import annotations
+
+from realcharts_helpers import HERE, simulate_chart
+
+from helmsim.cluster.profile import load_profile
+from helmsim.diagnose.check import CheckOptions, run_check
+from helmsim.release_inputs import build_inputs
+
+CHART = "quota-limits"
+SIZED = "ci/sized-values.yaml"
+
+
+def _profile(name: str) -> object:
+    return load_profile(str(HERE / CHART / "profiles" / f"{name}.yaml"))
+
+
+def _failed_creates(result: object) -> list[str]:
+    return [e.message for e in result.trace if e.what == "event" and e.data.get("reason") == "FailedCreate"]  # type: ignore[attr-defined]
+
+
+def test_pods_without_requests_fail_a_compute_quota() -> None:
+    result = simulate_chart(CHART, _profile("tenant-quota"))  # type: ignore[arg-type]
+    assert result.releases[0].outcome == "Stalled"
+    assert _failed_creates(result)[0].startswith('Error creating: pods "quota-limits-')
+    assert _failed_creates(result)[0].endswith(
+        '-" is forbidden: failed quota: compute: must specify limits.cpu for: web; limits.memory for: web; '
+        "requests.cpu for: web; requests.memory for: web"
+    )
+    assert simulate_chart(CHART, _profile("tenant-quota"), values=(SIZED,)).releases[0].outcome == "Ready"  # type: ignore[arg-type]
+
+
+def test_a_limit_range_default_admits_them_and_its_maximum_refuses_a_larger_limit() -> None:
+    assert simulate_chart(CHART, _profile("tenant-quota-defaults")).releases[0].outcome == "Ready"  # type: ignore[arg-type]
+    big = simulate_chart(CHART, _profile("tenant-quota-defaults"), sets=("resources.limits.memory=1Gi",))  # type: ignore[arg-type]
+    assert big.releases[0].outcome == "Stalled"
+    assert _failed_creates(big)[0].endswith('-" is forbidden: Maximum memory usage per Container is 512Mi, but limit is 1Gi.')
+
+
+def test_a_rollout_with_no_room_to_surge_never_ends_and_check_verifies_max_surge_zero() -> None:
+    profile = _profile("tenant-quota")
+    result = simulate_chart(
+        CHART, profile, values=(SIZED, "ci/rollout-values.yaml"), upgrade_from_values=(SIZED,)  # type: ignore[arg-type]
+    )
+    assert result.releases[0].outcome == "Stalled"
+    assert _failed_creates(result)[0].endswith(
+        '-" is forbidden: exceeded quota: compute, requested: limits.cpu=500m,requests.cpu=500m, '
+        "used: limits.cpu=1,requests.cpu=1, limited: limits.cpu=1,requests.cpu=1"
+    )
+    chart = str(HERE / CHART)
+    releases = build_inputs(
+        chart,
+        values=[str(HERE / CHART / v) for v in (SIZED, "ci/rollout-values.yaml")],
+        release_name="quota-limits",
+        namespace="default",
+        upgrade_from=chart,
+        upgrade_from_values=[str(HERE / CHART / SIZED)],
+    )
+    report = run_check(releases, [profile], options=CheckOptions(verify_fixes=True))  # type: ignore[list-item]
+    [finding] = [f for f in report.findings if f.rule == "HS124"]
+    assert "the rollout cannot add the pod it surges, so it never ends" in finding.message
+    assert not [f for f in report.findings if f.rule == "HS110"]
+    surge = finding.fixes[0]
+    assert surge.key == "no-surge|Deployment/default/quota-limits" and surge.verified is True
+    assert "raise ResourceQuota compute's spec.hard to at least limits.cpu: 1500m, requests.cpu: 1500m" in finding.fixes[1].summary
