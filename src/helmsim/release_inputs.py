@@ -15,10 +15,12 @@ from helmsim import gitref
 from helmsim import render as rendering
 from helmsim.errors import InputError
 from helmsim.flux import inputs as flux_inputs
+from helmsim.flux.helmrelease import HelmRelease
 from helmsim.flux import kustomization
 from helmsim.flux import sources
 from helmsim.inputs import load_release
-from helmsim.simulate import ChartSource, ReleaseInput, values_from_refs
+from helmsim.flux.sources import VALUES_ERROR, SourceFailure
+from helmsim.simulate import ChartSource, ReleaseInput, ValuesError, values_from_refs
 
 
 def build_inputs(
@@ -84,15 +86,25 @@ def build_inputs(
         prev = None
         if upgrade_from is not None and path is not None and (hr.ref == main_ref or main_ref is None):
             prev = ChartSource(upgrade_from, previous_values, tuple(upgrade_from_values))
+        failure = resolved.failure
+        try:
+            from_refs = values_from_refs(hr, tree.objects)
+        except ValuesError as err:
+            # helmrelease_controller.go reconcileRelease: after the source is ready, values are
+            # composed; a reference that does not resolve is Ready=False ValuesError, retried
+            from_refs = {}
+            if failure is None and source is not None:
+                failure = SourceFailure("", hr.namespace, hr.name, str(err), reason=VALUES_ERROR)
+                source, prev = None, None
         out.append(
             ReleaseInput(
                 hr,
                 source,
                 previous=prev,
-                values_from=values_from_refs(hr, tree.objects),
+                values_from=from_refs,
                 defaulted=defaulted,
-                source_failure=resolved.failure,
-                notes=resolved.notes,
+                source_failure=failure,
+                notes=(*resolved.notes, *_unmodelled(hr)),
                 tree_objects=tree.objects,
                 kustomizations=units,
             )
@@ -108,6 +120,25 @@ def build_inputs(
             f"nothing to simulate: no HelmRelease is mapped to a local chart; map one with "
             f"--chart NAME=PATH (charts: {known})",
             file=target,
+        )
+    return out
+
+
+def _unmodelled(hr: HelmRelease) -> list[str]:
+    """Notes for HelmRelease fields that change a rollout and are not simulated (said, not guessed)."""
+    out = []
+    exprs = [d.name for d in hr.spec.depends_on if d.ready_expr]
+    if exprs:
+        # helmrelease_controller.go checkDependencies: a readyExpr replaces the Ready check
+        # (added to it under the AdditiveCELDependencyCheck feature gate)
+        out.append(
+            f"HelmRelease {hr.ref}: the readyExpr of dependsOn {', '.join(exprs)} is not evaluated; the simulation "
+            "waits for the dependency's Ready condition instead"
+        )
+    if hr.spec.health_check_exprs:
+        out.append(
+            f"HelmRelease {hr.ref}: spec.healthCheckExprs are not evaluated; custom resources' health is read with "
+            "kstatus's generic rules (docs/kstatus.md)"
         )
     return out
 

@@ -163,11 +163,11 @@ def load_values(
             values = merge_values(values, doc.value)
     typed = [s if isinstance(s, SetValue) else SetValue("--set", s) for s in sets]
     for item in sorted(typed, key=lambda s: SET_ORDER.index(s.flag)):  # stable: each flag in order
-        values = merge_values(values, _parse_set(item))
+        values = merge_values(values, parse_set(item))
     return values
 
 
-def _parse_set(item: SetValue) -> dict[str, Any]:
+def parse_set(item: SetValue) -> dict[str, Any]:
     """One expression parsed by Helm's strvals; ``--set-file`` reads each file (bounded)."""
     from helmsim.redaction import scrub
 

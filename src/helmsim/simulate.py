@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from helmsim import limits, render, yamlio
 from helmsim.cluster.cluster import build_cluster
@@ -24,7 +25,7 @@ from helmsim.errors import InputError
 from helmsim.flux.helmrelease import DEPENDENCY_REQUEUE, HelmRelease
 from helmsim.flux import kustomization
 from helmsim.flux.impersonation import tenant_context
-from helmsim.flux.reconcile import REQUEUE_MAX, REQUEUE_MIN, Reconciler, ReleaseState, unready_dependency
+from helmsim.flux.reconcile import REQUEUE_MAX, REQUEUE_MIN, Condition, Reconciler, ReleaseState, unready_dependency
 from helmsim.flux.sources import SOURCE_NOT_READY, SourceFailure
 from helmsim.helm import actions, lookup, record
 from helmsim.helm.actions import ChartRelease, HelmContext, to_object
@@ -135,10 +136,15 @@ class SimulationResult(Struct):
 
 
 # --- values --------------------------------------------------------------------------------------
+class ValuesError(Exception):
+    """A ``valuesFrom`` reference helm-controller cannot resolve: its Ready=False ValuesError
+    message (fluxcd/pkg chartutil/values.go ErrValuesReference.Error)."""
+
+
 def values_from_refs(hr: HelmRelease, docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``spec.valuesFrom`` resolved from ConfigMaps/Secrets among ``docs`` (helm-controller
-    internal/chartutil/values.go ChartValuesFromReferences); a missing non-optional reference is
-    an error, as it fails the reconcile."""
+    """``spec.valuesFrom`` resolved from ConfigMaps/Secrets among ``docs`` (fluxcd/pkg
+    chartutil/values.go ChartValuesFromReferences); a reference to an object or key that is not
+    there raises :class:`ValuesError` (the reconcile fails and is retried), unless optional."""
     values: dict[str, Any] = {}
     for ref in hr.spec.values_from:
         obj = next(
@@ -151,24 +157,19 @@ def values_from_refs(hr: HelmRelease, docs: Sequence[Mapping[str, Any]]) -> dict
             ),
             None,
         )
+        what = f"could not resolve{' optional' if ref.optional else ''} {ref.kind} chart values reference '{hr.namespace}/{ref.name}' with key '{ref.values_key}'"
         if obj is None:
             if ref.optional:
                 continue
-            raise InputError(
-                f"HelmRelease {hr.ref}: could not find {ref.kind} '{hr.namespace}/{ref.name}' "
-                "for valuesFrom (add it to the input tree or mark the reference optional)",
-                file=hr.source or None,
-            )
+            # the API server's NotFound: "<resource> \"<name>\" not found"
+            raise ValuesError(f'{what}: {ref.kind.lower()}s "{ref.name}" not found')
         raw = _data_value(obj, ref.values_key)
         if raw is None:
             if ref.optional:
                 continue
-            raise InputError(
-                f"HelmRelease {hr.ref}: missing key '{ref.values_key}' in {ref.kind} '{hr.namespace}/{ref.name}'",
-                file=hr.source or None,
-            )
+            raise ValuesError(f"{what}: key not found")
         if ref.target_path:
-            values = render.merge_values(values, _at_path(ref.target_path, raw))
+            values = render.merge_values(values, _at_path(ref.target_path, raw, literal=ref.literal))
             continue
         parsed = yamlio.load_one(raw, f"{ref.kind}/{hr.namespace}/{ref.name}:{ref.values_key}")
         if parsed is None:
@@ -189,11 +190,18 @@ def _data_value(obj: Mapping[str, Any], key: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _at_path(path: str, value: Any) -> dict[str, Any]:
-    out: Any = value
-    for part in reversed(path.split(".")):
-        out = {part: out}
-    return out
+def _at_path(path: str, value: str, *, literal: bool = False) -> dict[str, Any]:
+    """The value set at ``targetPath`` as fluxcd/pkg chartutil ReplacePathValue sets it: with
+    Helm's ``--set`` parser (types inferred, commas and brackets meaningful), ``--set-string``
+    for a quoted value (the quotes trimmed), ``--set-literal`` for a ``literal`` reference."""
+    flag: render.SetFlag
+    if literal:
+        flag = "--set-literal"
+    elif len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        flag, value = "--set-string", value.strip("'\"")
+    else:
+        flag = "--set"
+    return render.parse_set(render.SetValue(flag, f"{path}={value}"))
 
 
 # --- rendering -----------------------------------------------------------------------------------
@@ -549,6 +557,15 @@ def _simulate(
     kc = kustomization.Controller.begin(sim, next((r.kustomizations for r in releases if r.kustomizations), ()), states)
     for r in releases:
         notes.extend(r.notes)
+        if r.hr.spec.suspend:
+            # helmrelease_controller.go Reconcile: "reconciliation is suspended for this object",
+            # returned before any action or condition; its dependents wait for its Ready
+            sim.log("helm-controller", "suspended", f"HelmRelease/{r.hr.ref}", "reconciliation is suspended for this object")
+            notes.append(
+                f"HelmRelease {r.hr.ref} is suspended (spec.suspend: true): helm-controller does not reconcile it, "
+                "so nothing of it is installed or upgraded and its dependents wait"
+            )
+            continue
         if r.source_failure is not None:
             sim.process(kc.gate(r.hr.ref, _source_not_ready(sim, r.hr, states, r.source_failure, known)))
             continue
@@ -563,9 +580,8 @@ def _simulate(
             )
             continue
         chart = rendered[r.hr.ref]
-        reconciler = Reconciler(
-            tenant_context(ctx, r.hr, profile, kc.unowned(r.tree_objects)), r.hr, _always(chart), states, known=known
-        )
+        hr_ctx = replace(tenant_context(ctx, r.hr, profile, kc.unowned(r.tree_objects)), storage_namespace=r.hr.storage_namespace)
+        reconciler = Reconciler(hr_ctx, r.hr, _always(chart), states, known=known)
         sim.process(kc.gate(r.hr.ref, reconciler.run()))
     hold = getattr(faults, "settle_after", lambda: 0.0)()
     if hold:
@@ -582,6 +598,7 @@ def _simulate(
     )
     notes += kc.notes() + assumed_behaviours(sim.trace) + _idle_daemonsets(sim, profile, rendered.values())
     notes += _no_workload(rendered, {f"{o.namespace}/{o.name}": o.outcome for o in outcomes})
+    notes += _assumed_namespaces(releases, [*rendered.values(), *previous.values()], profile)
     notes += _taken_over(sim)
     objects = _object_statuses(sim, rendered.values())
     notes += unreconciled_notes(
@@ -737,12 +754,39 @@ def _validation_notes(
 
 
 def _needed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartRelease]) -> set[str]:
-    """Namespaces assumed to exist already: those the HelmReleases and their objects use, except
-    those a release creates itself (a Namespace object in its manifest)."""
+    """Namespaces assumed to exist already: those the HelmReleases use (their own, target and
+    storage namespaces) and their objects use, except those a release creates itself (a
+    Namespace object in its manifest)."""
     created = {res.name for cr in charts for res in cr.resources if res.kind == "Namespace"}
     used = {r.hr.namespace for r in releases} | {r.hr.target_namespace for r in releases}
+    used |= {r.hr.storage_namespace for r in releases}
     used |= {res.namespace for cr in charts for res in cr.resources if res.namespace}
     return used - created
+
+
+def _assumed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartRelease], profile: ClusterProfile) -> list[str]:
+    """The note naming the namespaces the run assumes exist while nothing in the input creates
+    them: not a HelmRelease's own, not a Namespace in a chart, the input tree or the profile, not
+    a target namespace helm-controller creates (``install.createNamespace``: internal/action/
+    install.go CreateNamespace), not one the API server creates."""
+    from helmsim.cluster.admission import SYSTEM_NAMESPACES
+
+    known = set(SYSTEM_NAMESPACES) | {r.hr.namespace for r in releases}
+    known |= {res.name for cr in charts for res in cr.resources if res.kind == "Namespace"}
+    known |= {
+        str((o.get("metadata") or {}).get("name"))
+        for r in releases
+        for o in (*r.tree_objects, *profile.objects)
+        if o.get("kind") == "Namespace"
+    }
+    known |= {r.hr.target_namespace for r in releases if r.hr.spec.install.create_namespace}
+    assumed = sorted(_needed_namespaces(releases, charts) - known)
+    if not assumed:
+        return []
+    return [
+        f"namespace{'s' if len(assumed) > 1 else ''} {', '.join(assumed)}: assumed to exist in the cluster (nothing in "
+        "the input creates {}: no Namespace object, no install.createNamespace)".format("them" if len(assumed) > 1 else "it")
+    ]
 
 
 def _install_previous(
@@ -764,7 +808,7 @@ def _install_previous(
     procs = []
     for ref, chart in previous.items():
         hr = by_ref[ref].hr.model_copy(update={"spec": by_ref[ref].hr.spec.model_copy(update={"depends_on": ()})})
-        rec = Reconciler(ctx, hr, _always(chart), prev_states, intervals=False)
+        rec = Reconciler(replace(ctx, storage_namespace=hr.storage_namespace), hr, _always(chart), prev_states, intervals=False)
         procs.append(sim.process(rec.run()))
     sim.env.run(until=sim.env.any_of([sim.env.all_of(procs), sim.env.timeout(horizon)]))
     notes = []
@@ -873,8 +917,11 @@ def _outcome(
 ) -> ReleaseOutcome:
     st = states.get(r.hr.ref) or ReleaseState()
     ready = st.get("Ready")
-    if st.stalled:
-        outcome: Outcome = "Stalled"
+    if r.hr.spec.suspend and not st.conditions:
+        outcome: Outcome = "Blocked"
+        ready = Condition("Ready", "Unknown", "Suspended", "reconciliation is suspended for this object (spec.suspend: true)", 0.0)
+    elif st.stalled:
+        outcome = "Stalled"
     elif st.observed_ready:
         outcome = "Ready"
     elif ready is not None and ready.reason == "DependencyNotReady":
@@ -888,7 +935,7 @@ def _outcome(
     message = ready.message if ready else ""
     if stalled and ready:
         message = ready.message
-    history = storage.history(r.hr.target_namespace, r.hr.release_name)
+    history = storage.history(r.hr.storage_namespace, r.hr.release_name)
     return ReleaseOutcome(
         name=r.hr.name,
         namespace=r.hr.namespace,

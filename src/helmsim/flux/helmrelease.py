@@ -31,15 +31,28 @@ class _Model(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True, frozen=True)
 
 
-class Remediation(_Model):
+class _Remediation(_Model):
     retries: int = 0
     remediate_last_failure: bool | None = Field(default=None, alias="remediateLastFailure")
-    strategy: Literal["rollback", "uninstall"] = "rollback"
     ignore_test_failures: bool | None = Field(default=None, alias="ignoreTestFailures")
 
     def retries_exhausted(self, failures: int) -> bool:
         """api/v2 RetriesExhausted: retries >= 0 and failures > retries (negative = unlimited)."""
         return self.retries >= 0 and failures > self.retries
+
+
+class InstallRemediation(_Remediation):
+    """api/v2 InstallRemediation: an install is remediated by uninstalling (no ``strategy``)."""
+
+    @property
+    def strategy(self) -> Literal["rollback", "uninstall"]:
+        return "uninstall"
+
+
+class Remediation(_Remediation):
+    """api/v2 UpgradeRemediation: ``strategy`` rollback (the default) or uninstall."""
+
+    strategy: Literal["rollback", "uninstall"] = "rollback"
 
 
 class Strategy(_Model):
@@ -77,6 +90,12 @@ class Action(_Model):
     deletion_propagation: Any = Field(default=None, alias="deletionPropagation")
     filters: tuple[TestFilter, ...] | None = None
     """``spec.test.filters`` (api/v2 Test.Filters): test hooks to run or to skip, by name."""
+
+
+class InstallAction(Action):
+    """api/v2 Install: its remediation has no strategy."""
+
+    remediation: InstallRemediation = InstallRemediation()  # type: ignore[assignment]
 
 
 class TestFilter(_Model):
@@ -180,6 +199,8 @@ class ValuesReference(_Model):
     values_key: str = Field(default="values.yaml", alias="valuesKey")
     target_path: str | None = Field(default=None, alias="targetPath")
     optional: bool = False
+    # fluxcd/pkg apis/meta ValuesReference.Literal: with targetPath, merged as helm --set-literal
+    literal: bool = False
 
 
 class WaitStrategy(_Model):
@@ -190,13 +211,14 @@ class Spec(_Model):
     interval: Duration
     timeout: Duration = DEFAULT_TIMEOUT
     max_history: int = Field(default=DEFAULT_MAX_HISTORY, alias="maxHistory")
-    release_name: str | None = Field(default=None, alias="releaseName")
-    target_namespace: str | None = Field(default=None, alias="targetNamespace")
-    storage_namespace: str | None = Field(default=None, alias="storageNamespace")
+    # config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml: maxLength 53 / 63 (and min 1)
+    release_name: str | None = Field(default=None, alias="releaseName", min_length=1, max_length=53)
+    target_namespace: str | None = Field(default=None, alias="targetNamespace", min_length=1, max_length=63)
+    storage_namespace: str | None = Field(default=None, alias="storageNamespace", min_length=1, max_length=63)
     depends_on: tuple[Dependency, ...] = Field(default=(), alias="dependsOn")
     chart: ChartTemplate | None = None
     chart_ref: SourceRef | None = Field(default=None, alias="chartRef")
-    install: Action = Action()
+    install: InstallAction = InstallAction()
     upgrade: Action = Action()
     rollback: Action = Action()
     uninstall: Action = Action()
@@ -239,11 +261,18 @@ class HelmRelease(_Model):
         return self.spec.storage_namespace or self.namespace
 
     @property
-    def release_name(self) -> str:
-        """api/v2 GetReleaseName: ``[targetNamespace-]name``, shortened with a hash past 53 chars."""
+    def full_release_name(self) -> str:
+        """api/v2 GetReleaseName: ``spec.releaseName``, else ``[targetNamespace-]name``, unshortened
+        (what install and upgrade failure messages name: internal/reconcile/install.go failure)."""
         if self.spec.release_name:
             return self.spec.release_name
-        name = f"{self.spec.target_namespace}-{self.name}" if self.spec.target_namespace else self.name
+        return f"{self.spec.target_namespace}-{self.name}" if self.spec.target_namespace else self.name
+
+    @property
+    def release_name(self) -> str:
+        """The release's name in Helm: :attr:`full_release_name`, shortened with a hash past 53
+        characters (internal/release ShortenName)."""
+        name = self.full_release_name
         if len(name) > 53:
             # fluxcd/helm-controller internal/release ShortenName: name[:40] + "-" + sha256[:12]
             digest = hashlib.sha256(name.encode()).hexdigest()[:12]

@@ -204,7 +204,7 @@ class Reconciler(Struct):
                 self._log("event", message, reason="StateError", type="Warning")
                 return "requeue"
             # internal/reconcile/state.go DetermineReleaseState
-            last = storage.last(self.hr.target_namespace, name)
+            last = storage.last(self.hr.storage_namespace, name)
             if last is None or last.status == "uninstalled":
                 state = "Absent"
             elif last.status.startswith("pending-"):
@@ -409,7 +409,9 @@ class Reconciler(Struct):
                         st.install_failures += 1
                     else:
                         st.upgrade_failures += 1
-                message = f"Helm {verb} failed for release {label} with chart {chart_id}: {result.error}"
+                # install.go, upgrade.go failure: GetReleaseNamespace()/GetReleaseName(), unshortened
+                full = f"{self.hr.target_namespace}/{self.hr.full_release_name}"
+                message = f"Helm {verb} failed for release {full} with chart {chart_id}: {result.error}"
                 reason = "InstallFailed" if verb == "install" else "UpgradeFailed"
                 self._mark("Released", "False", reason, message)
                 self._mark("Ready", "False", reason, message)
@@ -459,7 +461,7 @@ class Reconciler(Struct):
         return actions.ActionResult(action, False, None, chart.render_error)
 
     def _has_rollback_target(self) -> bool:
-        history = self.ctx.storage.history(self.hr.target_namespace, self.hr.release_name)
+        history = self.ctx.storage.history(self.hr.storage_namespace, self.hr.release_name)
         return any(r.status in ("deployed", "superseded") for r in history[:-1])
 
     def _stall(self, kind: str, *, reason: str = "RetriesExceeded", message: str | None = None) -> str:

@@ -34,6 +34,11 @@ class ChartMeta(Struct, frozen=True):
     version: str
 
 
+VALUES_ERROR = "ValuesError"
+"""helm-controller's Ready reason for a valuesFrom reference it cannot resolve
+(internal/controller/helmrelease_controller.go reconcileRelease)."""
+
+
 class SourceFailure(Struct, frozen=True):
     """Why helm-controller cannot get the chart: the source object it waits for and its message
     (``kind`` is ``HelmChart`` or ``OCIRepository``), or the chart it cannot use (reason

@@ -94,6 +94,14 @@ class HelmContext(Struct):
     tenant: Any = None
     """The impersonated ServiceAccount every call is authorized as
     (:class:`helmsim.flux.impersonation.Tenant`); None: helm-controller's own identity."""
+    storage_namespace: str | None = None
+    """Where Helm stores the release records (helm-controller: spec.storageNamespace, else the
+    HelmRelease's namespace; api/v2 GetStorageNamespace); None: the release's namespace, as the
+    helm CLI does."""
+
+    def storage_key(self, namespace: str) -> str:
+        """The namespace the records of a release in ``namespace`` are stored in."""
+        return self.storage_namespace or namespace
 
 
 # --- objects -------------------------------------------------------------------------------------
@@ -633,7 +641,7 @@ def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
         denied = _denied_storage(ctx, "create")
         if denied is not None:
             return ActionResult("install", False, None, denied)  # install.go: Releases.Create
-    history = ctx.storage.history(spec.namespace, spec.name)
+    history = ctx.storage.history(ctx.storage_key(spec.namespace), spec.name)
     revision = (history[-1].revision + 1) if history else 1
     refused = _record_refused(ctx, spec, revision, "install")  # install.go: Releases.Create
     if refused is not None:
@@ -645,7 +653,7 @@ def install(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
         apply_method="ssa" if opts.server_side else "csa",
         first_deployed=sim.now, last_deployed=sim.now,
     )
-    ctx.storage.add(rel)
+    ctx.storage.add(rel, namespace=ctx.storage_key(rel.namespace))
     start = sim.log(ctx.actor, "action-start", rel.id, f"install {rel.id} ({spec.chart})", action="install")
     if not opts.disable_hooks:
         err = yield from exec_hooks(ctx, rel, spec.hooks, "pre-install", opts, start.id)
@@ -719,10 +727,10 @@ def _fail(ctx: HelmContext, rel: Release, err: str, action: str, cause: int | No
 def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     """``helm upgrade`` (helm/helm pkg/action/upgrade.go; pkg/kube/client.go update)."""
     sim = ctx.sim
-    current = ctx.storage.deployed(spec.namespace, spec.name) or ctx.storage.last(spec.namespace, spec.name)
+    current = ctx.storage.deployed(ctx.storage_key(spec.namespace), spec.name) or ctx.storage.last(ctx.storage_key(spec.namespace), spec.name)
     if current is None:
         return ActionResult("upgrade", False, None, f'"{spec.name}" has no deployed releases')
-    last = ctx.storage.last(spec.namespace, spec.name)
+    last = ctx.storage.last(ctx.storage_key(spec.namespace), spec.name)
     assert last is not None
     if spec.crds:
         # helm-controller internal/action/upgrade.go: applyCRDs(spec.upgrade.crds) before the upgrade
@@ -753,7 +761,7 @@ def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
         description="Preparing upgrade", apply_method=current.apply_method,
         first_deployed=current.first_deployed, last_deployed=sim.now,
     )
-    ctx.storage.add(rel, opts.max_history)
+    ctx.storage.add(rel, opts.max_history, namespace=ctx.storage_key(rel.namespace))
     start = sim.log(ctx.actor, "action-start", rel.id, f"upgrade {rel.id} ({spec.chart})", action="upgrade")
     if not opts.disable_hooks:
         err = yield from exec_hooks(ctx, rel, spec.hooks, "pre-upgrade", opts, start.id)
@@ -864,7 +872,7 @@ def release_test(
     run as the ``test`` event one at a time (pkg/action/hooks.go execHook); the result carries
     Helm's hook error and the number of test hooks."""
     sim = ctx.sim
-    rel = ctx.storage.last(namespace, name)
+    rel = ctx.storage.last(ctx.storage_key(namespace), name)
     if rel is None:
         return ActionResult("test", False, None, "release: not found")
     hooks = list(rel.hooks)
@@ -890,7 +898,7 @@ def release_test(
 def rollback(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions) -> Proc:
     """``helm rollback`` to the previous deployed-or-superseded revision (pkg/action/rollback.go)."""
     sim = ctx.sim
-    history = ctx.storage.history(namespace, name)
+    history = ctx.storage.history(ctx.storage_key(namespace), name)
     if len(history) < 2:
         return ActionResult("rollback", False, None, f'release "{name}" has no previous revision')
     current = history[-1]
@@ -903,7 +911,7 @@ def rollback(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions) -
         description=f"Rollback to {target_rev.revision}", apply_method=target_rev.apply_method,
         first_deployed=target_rev.first_deployed, last_deployed=sim.now,
     )
-    ctx.storage.add(rel, opts.max_history)
+    ctx.storage.add(rel, opts.max_history, namespace=ctx.storage_key(rel.namespace))
     start = sim.log(ctx.actor, "action-start", rel.id, f"rollback {namespace}/{name} to revision {target_rev.revision}", action="rollback")
     # helm/helm pkg/action/rollback.go performRollback: both manifests are built after the
     # rollback release is stored; a failure leaves it pending-rollback
@@ -950,7 +958,7 @@ def uninstall(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions, 
     from helmsim.helm.order import UNINSTALL_ORDER_V4
 
     sim = ctx.sim
-    rel = ctx.storage.last(namespace, name)
+    rel = ctx.storage.last(ctx.storage_key(namespace), name)
     if rel is None:
         return ActionResult("uninstall", False, None, f"uninstall: Release not loaded: {name}: release: not found")
     rel.status = "uninstalling"
@@ -986,7 +994,7 @@ def uninstall(ctx: HelmContext, namespace: str, name: str, opts: ActionOptions, 
             errors.append(err)
     rel.status, rel.description = "uninstalled", "Uninstallation complete"
     if not keep_history:
-        ctx.storage.purge(namespace, name)
+        ctx.storage.purge(ctx.storage_key(namespace), name)
     done = sim.log(ctx.actor, "release", rel.id, f"{rel.id} uninstalled", cause=start.id, status="uninstalled")
     if errors:
         text = f"uninstallation completed with {len(errors)} error(s): " + "; ".join(errors)

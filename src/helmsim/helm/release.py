@@ -62,13 +62,14 @@ class ReleaseStorage:
     def history(self, namespace: str, name: str) -> list[Release]:
         return list(self._history.get((namespace, name), ()))
 
-    def add(self, rel: Release, max_history: int = 0) -> None:
-        """Record a new revision, first pruning to ``max_history - 1`` older ones (0: unlimited).
+    def add(self, rel: Release, max_history: int = 0, *, namespace: str | None = None) -> None:
+        """Record a new revision in ``namespace`` (default: the release's), first pruning to
+        ``max_history - 1`` older ones (0: unlimited).
 
         helm/helm pkg/storage/storage.go Create → removeLeastRecent: the oldest revisions go
         first, but never the last deployed one.
         """
-        hist = self._history.setdefault((rel.namespace, rel.name), [])
+        hist = self._history.setdefault((namespace or rel.namespace, rel.name), [])
         if max_history > 0:
             deployed = next((r for r in reversed(hist) if r.status == "deployed"), None)
             while len(hist) > max_history - 1:

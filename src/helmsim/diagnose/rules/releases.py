@@ -118,7 +118,12 @@ def dependents_blocked(run: ProfileRun) -> list[Candidate]:
         if not blocking and o.reason == "NotApplied":
             out.append(_not_applied(run, hr_ref, o.message))
             continue
-        via = ", ".join(f"{d} ({outcomes[d].outcome})" for d in blocking) or "a dependency"
+        if o.reason == "Suspended":
+            out.append(_suspended(run, hr_ref))
+            continue
+        via = ", ".join(
+            f"{d} ({'suspended' if outcomes[d].reason == 'Suspended' else outcomes[d].outcome})" for d in blocking
+        ) or "a dependency"
         msg = f"HelmRelease {hr_ref} is never reconciled: it dependsOn {via}"
         out.append(
             Candidate(
@@ -214,6 +219,27 @@ def _not_applied(run: ProfileRun, hr_ref: str, message: str) -> Candidate:
     )
 
 
+def _suspended(run: ProfileRun, hr_ref: str) -> Candidate:
+    """A suspended HelmRelease (helmrelease_controller.go Reconcile returns before any action)."""
+    dependents = sorted(
+        f"{o.namespace}/{o.name}"
+        for o in run.result.releases
+        if hr_ref in run.input(f"{o.namespace}/{o.name}").hr.dependencies()
+    )
+    waiting = f"; {', '.join(dependents)} {'waits' if len(dependents) == 1 else 'wait'} for it (dependsOn)" if dependents else ""
+    return Candidate(
+        "HS106",
+        hr_ref,
+        f"HelmRelease/{hr_ref}",
+        Severity.error if dependents else Severity.warning,
+        f"HelmRelease {hr_ref} is suspended (spec.suspend: true): helm-controller does not reconcile it, nothing of it "
+        f"is installed or upgraded{waiting}",
+        [],
+        [Fix("remove spec.suspend (or set it to false) when it should be reconciled (flux resume helmrelease)")],
+        run.variant,
+    )
+
+
 def blocking_roots(run: ProfileRun, hr_ref: str) -> tuple[str, ...]:
     """The releases that block ``hr_ref`` at the root: following ``dependsOn`` through Blocked
     releases to the ones that are not Ready for a reason of their own (sorted)."""
@@ -228,7 +254,7 @@ def blocking_roots(run: ProfileRun, hr_ref: str) -> tuple[str, ...]:
             if o is None or o.outcome == "Ready" or dep in seen:
                 continue
             seen.add(dep)
-            if o.outcome == "Blocked":
+            if o.outcome == "Blocked" and o.reason != "Suspended":
                 todo.append(dep)
             else:
                 roots.add(dep)
