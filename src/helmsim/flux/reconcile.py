@@ -221,7 +221,10 @@ class Reconciler(Struct):
                 stale = last.status
                 last.status = "failed"
                 last.description = f"Release unlocked from stale '{stale}' state"
-                self._mark("Released", "False", "PendingRelease", f"Unlocked Helm release {last.id} with chart {last.chart}")
+                # unlock.go fmtUnlockSuccess: "Unlocked Helm release %s with chart %s in %s state"
+                self._mark(
+                    "Released", "False", "PendingRelease", f"Unlocked Helm release {last.id} with chart {last.chart} in {stale} state"
+                )
                 continue
             if state == "InSync":
                 assert last is not None  # InSync: a deployed release

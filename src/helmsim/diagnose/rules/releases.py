@@ -323,10 +323,11 @@ def progress_deadline_exceeds_timeout(run: ProfileRun) -> list[Candidate]:
                 "is just slow",
                 fixes.key("timeout", hr_ref, new_timeout),
             ),
-            Fix(
-                f"or set progressDeadlineSeconds of {res.ref} below {timeout:g} so a stuck rollout fails fast with its reason"
-            ),
         ]
+        if timeout >= 2:  # a deadline must be a positive number of seconds below the timeout
+            fix_list.append(
+                Fix(f"or set progressDeadlineSeconds of {res.ref} below {timeout:g} so a stuck rollout fails fast with its reason")
+            )
         out.append(
             Candidate(
                 "HS110", hr_ref, res.ref, Severity.error, msg, chain, fix_list, run.variant
