@@ -133,3 +133,12 @@ def test_a_container_that_asks_for_root_itself_is_told_so_not_to_set_the_pods_co
     assert "runAsUser=0 (container \"web\" must not set runAsUser=0)" in finding.message
     assert finding.fixes[0].summary.startswith("container \"web\" asks for root itself (runAsNonRoot: false or runAsUser: 0;")
     assert "pod-security.kubernetes.io/enforce=baseline" in finding.fixes[1].summary
+
+
+def test_check_applies_the_restricted_security_context_and_verifies_it() -> None:
+    profile = HERE / CHART / "profiles" / "restricted-defaults.yaml"
+    report = check_chart(CHART, str(profile), release_name="pod-security", verify_fixes=True, values=("ci/web-only-values.yaml",))
+    [finding] = [f for f in report.findings if f.rule == "HS123"]
+    fix = finding.fixes[0]
+    assert fix.key == "restricted-context|Deployment/default/pod-security-web"
+    assert fix.verified is True

@@ -427,6 +427,42 @@ def no_surge(obj: str) -> FixTransform:
     return FixTransform(charts=fn)
 
 
+def restricted_context(obj: str) -> FixTransform:
+    """Give ``obj``'s pods what the restricted Pod Security level requires of fields a chart's
+    securityContext values set (pod-security-admission policy/check_*.go): the pod
+    ``runAsNonRoot: true`` and ``seccompProfile: RuntimeDefault`` unless it sets them, each
+    container ``allowPrivilegeEscalation: false`` and ``capabilities.drop: [ALL]`` (keeping an
+    added NET_BIND_SERVICE)."""
+
+    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
+        def change(r: Resource) -> Resource:
+            if r.ref != obj:
+                return r
+            body = copy.deepcopy(r.body)
+            spec = pod_spec(body)
+            if spec is None:
+                return r
+            sc = spec.get("securityContext")
+            sc = spec["securityContext"] = sc if isinstance(sc, dict) else {}
+            sc.setdefault("runAsNonRoot", True)
+            sc.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+            for field in ("initContainers", "containers"):
+                for c in spec.get(field) or ():
+                    if not isinstance(c, dict):
+                        continue
+                    csc = c.get("securityContext")
+                    csc = c["securityContext"] = csc if isinstance(csc, dict) else {}
+                    csc["allowPrivilegeEscalation"] = False
+                    caps = csc.get("capabilities") if isinstance(csc.get("capabilities"), dict) else {}
+                    added = [a for a in caps.get("add") or () if a == "NET_BIND_SERVICE"]
+                    csc["capabilities"] = {"drop": ["ALL"], **({"add": added} if added else {})}
+            return with_body(r, body)
+
+        return _map(chart, change)
+
+    return FixTransform(charts=fn)
+
+
 def transform_for(fix_key: str) -> FixTransform | None:
     """The transform a fix key names, ``None`` for keys this module does not know."""
     kind, *args = fix_key.split("|")
@@ -452,4 +488,6 @@ def transform_for(fix_key: str) -> FixTransform | None:
         return recreate(args[0])
     if kind == "no-surge":
         return no_surge(args[0])
+    if kind == "restricted-context":
+        return restricted_context(args[0])
     return None

@@ -20,6 +20,7 @@ from typing import Any
 
 from helmsim.cluster import podsecurity
 from helmsim.cluster.trace import TraceEvent
+from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
@@ -144,7 +145,7 @@ def pod_security_violation(run: ProfileRun) -> list[Candidate]:
                 Severity.error if not ready else Severity.warning,
                 msg,
                 sorted(chain, key=lambda s: s.time),
-                _fixes(m["level"], m["detail"], res.body, namespace),
+                _fixes(m["level"], m["detail"], res.body, namespace, res.ref),
                 run.variant,
             )
         )
@@ -165,7 +166,7 @@ def _root_containers(detail: str) -> list[str]:
     return names
 
 
-def _fixes(level: str, detail: str, body: Mapping[str, Any], namespace: str) -> list[Fix]:
+def _fixes(level: str, detail: str, body: Mapping[str, Any], namespace: str, ref: str = "") -> list[Fix]:
     settable = [text for reason, text in _SETTABLE if f"{reason} (" in detail]
     baseline_ok = _admitting_level(body) == "baseline"
     root = _root_containers(detail)
@@ -181,7 +182,9 @@ def _fixes(level: str, detail: str, body: Mapping[str, Any], namespace: str) -> 
             )
         )
     elif level == "restricted" and baseline_ok and settable:
-        out.append(Fix("set in the pod template (the chart's securityContext values): " + "; ".join(settable)))
+        # applied to the rendered pod template and re-simulated by check
+        key = fixes.key("restricted-context", ref) if ref and "restricted volume types (" not in detail else None
+        out.append(Fix("set in the pod template (the chart's securityContext values): " + "; ".join(settable), key))
     lowest = _admitting_level(body)
     out.append(
         Fix(
