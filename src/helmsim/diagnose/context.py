@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +17,9 @@ from helmsim.helm.actions import ChartRelease
 from helmsim.manifests import Resource
 from helmsim.redaction import clip
 from helmsim.simulate import ReleaseInput, ReleaseOutcome, SimulationResult
+
+# k8s.io/apiserver pkg/admission/errors.go NewForbidden, as Helm's create error carries it
+_HELM_FORBIDDEN = re.compile(r'(?P<resource>[a-z0-9.-]+) "(?P<name>[^"]+)" is forbidden: (?P<reason>.*)$')
 
 if TYPE_CHECKING:
     from helmsim.diagnose.model import Candidate
@@ -210,6 +213,31 @@ class ProfileRun:
             for owner, evs in found.items()
             if not any(p.time > evs[-1].time and self.owner_of_pod(p.obj) == owner for p in created)
         }
+
+    def refusals(self, matches: Callable[[str], bool]) -> dict[str, list[tuple[TraceEvent, str]]]:
+        """Release object → the API server's refusals whose reason ``matches``, each with its
+        text (``<resource> "<name>" is forbidden: <reason>``): its controller's ``FailedCreate``
+        of pods that nothing overcame (:attr:`refused_pods`), or Helm's own create of the object
+        in the release's first failed attempt."""
+        out: dict[str, list[tuple[TraceEvent, str]]] = {}
+        for owner, evs in self.refused_pods.items():
+            mine = [(e, e.message.removeprefix("Error creating: ")) for e in evs if matches(e.message)]
+            if mine:
+                out[owner] = mine
+        for hr_ref in self.charts:
+            attempt = self.first_failed_attempt(hr_ref)
+            error = str(attempt[1].data.get("error") or "") if attempt is not None else ""
+            m = _HELM_FORBIDDEN.search(error)
+            if attempt is None or m is None or not matches(m["reason"]):
+                continue
+            plural = m["resource"].split(".", 1)[0]
+            res = next(
+                (r for r in self.resources(hr_ref) if r.name == m["name"] and plural.startswith(r.kind.lower())),
+                None,
+            )
+            if res is not None:
+                out.setdefault(res.ref, []).append((attempt[1], error[m.start():]))
+        return out
 
     @cached_property
     def unstartable_pods(self) -> dict[str, tuple[TraceEvent, ...]]:

@@ -453,7 +453,8 @@ def restricted_context(obj: str) -> FixTransform:
                     csc = c.get("securityContext")
                     csc = c["securityContext"] = csc if isinstance(csc, dict) else {}
                     csc["allowPrivilegeEscalation"] = False
-                    caps = csc.get("capabilities") if isinstance(csc.get("capabilities"), dict) else {}
+                    got = csc.get("capabilities")
+                    caps: dict[str, Any] = got if isinstance(got, dict) else {}
                     added = [a for a in caps.get("add") or () if a == "NET_BIND_SERVICE"]
                     csc["capabilities"] = {"drop": ["ALL"], **({"add": added} if added else {})}
             return with_body(r, body)

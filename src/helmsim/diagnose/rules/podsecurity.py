@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from helmsim.cluster import podsecurity
-from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
@@ -27,8 +26,6 @@ from helmsim.diagnose.registry import rule
 from helmsim.kube.workloads import pod_template
 
 _VIOLATES = re.compile(r'violates PodSecurity "(?P<level>[a-z]+):(?P<version>[^"]+)": (?P<detail>.*)$')
-# Helm's create of a Pod of the release (a hook or test Pod): the API server's Forbidden in its error
-_HELM_POD = re.compile(r'pods "(?P<name>[^"]+)" is forbidden: violates PodSecurity')
 # the fields a restricted pod must set, as upstream's details name them
 _SETTABLE = (
     ("allowPrivilegeEscalation != false", "securityContext.allowPrivilegeEscalation: false in each container"),
@@ -47,26 +44,6 @@ def _source(run: ProfileRun, namespace: str) -> str:
     if podsecurity.ENFORCE_LABEL in labels:
         return f"by its label {podsecurity.ENFORCE_LABEL}={labels[podsecurity.ENFORCE_LABEL]}"
     return f"by the cluster's default (podSecurity.defaults.enforce of profile {run.profile.name})"
-
-
-def _events(run: ProfileRun) -> dict[str, list[tuple[TraceEvent, str]]]:
-    """Release object → the Pod Security refusals of its pods that nothing overcame, each with
-    the refusal's text: its controller's ``FailedCreate``, or Helm's own create of the Pod."""
-    out: dict[str, list[tuple[TraceEvent, str]]] = {}
-    for owner, evs in run.refused_pods.items():
-        mine = [(e, f"FailedCreate: {e.message}") for e in evs if "violates PodSecurity" in e.message]
-        if mine:
-            out[owner] = mine
-    for hr_ref in run.charts:
-        attempt = run.first_failed_attempt(hr_ref)
-        error = str(attempt[1].data.get("error") or "") if attempt is not None else ""
-        m = _HELM_POD.search(error)
-        if attempt is None or m is None:
-            continue
-        pod = next((r.ref for r in run.resources(hr_ref) if r.kind == "Pod" and r.name == m["name"]), None)
-        if pod is not None:
-            out.setdefault(pod, []).append((attempt[1], f"Helm: {error[m.start():]}"))
-    return out
 
 
 def _admitting_level(body: Mapping[str, Any]) -> str:
@@ -114,7 +91,7 @@ def _non_root(run: ProfileRun) -> list[Candidate]:
 )
 def pod_security_violation(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
-    for owner, evs in _events(run).items():
+    for owner, evs in run.refusals(lambda text: "violates PodSecurity" in text).items():
         located = run.resource(owner)
         if located is None:
             continue
@@ -134,7 +111,7 @@ def pod_security_violation(run: ProfileRun) -> list[Candidate]:
             f'"{m["level"]}:{m["version"]}" {_source(run, namespace)}: {m["detail"]}{times}; {created}'
             + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
         )
-        chain: list[Step] = [step(first, text)]
+        chain: list[Step] = [step(first, f"{first.data.get('reason') or 'Helm'}: {text}")]
         if not ready:
             chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
         out.append(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 
-from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
@@ -30,7 +29,6 @@ _EXCEEDED = re.compile(
 _FAILED = re.compile(r"failed quota: (?P<quota>[^:]+): (?P<reason>must specify .*)$")
 # plugin/pkg/admission/limitranger/admission.go minConstraint, maxConstraint, limitRequestRatioConstraint
 _LIMIT = re.compile(r"(?:Minimum|Maximum) \S+ usage per (?:Container|Pod)|max limit to request ratio per (?:Container|Pod)")
-_HELM_FORBIDDEN = re.compile(r'(?P<resource>[a-z0-9.-]+) "(?P<name>[^"]+)" is forbidden: (?P<reason>.*)$')
 
 
 def _refusal(text: str) -> bool:
@@ -39,29 +37,6 @@ def _refusal(text: str) -> bool:
 
 def _values(text: str) -> dict[str, str]:
     return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
-
-
-def _events(run: ProfileRun) -> dict[str, list[tuple[TraceEvent, str]]]:
-    """Release object → the quota and LimitRange refusals of it (or its pods) nothing overcame."""
-    out: dict[str, list[tuple[TraceEvent, str]]] = {}
-    for owner, evs in run.refused_pods.items():
-        mine = [(e, e.message.removeprefix("Error creating: ")) for e in evs if _refusal(e.message)]
-        if mine:
-            out[owner] = mine
-    for hr_ref in run.charts:
-        attempt = run.first_failed_attempt(hr_ref)
-        error = str(attempt[1].data.get("error") or "") if attempt is not None else ""
-        m = _HELM_FORBIDDEN.search(error)
-        if attempt is None or m is None or not _refusal(m["reason"]):
-            continue
-        plural = m["resource"].split(".", 1)[0]
-        res = next(
-            (r for r in run.resources(hr_ref) if r.name == m["name"] and plural.startswith(r.kind.lower())),
-            None,
-        )
-        if res is not None:
-            out.setdefault(res.ref, []).append((attempt[1], error[m.start():]))
-    return out
 
 
 def _rollout(run: ProfileRun, owner: str, at: float) -> bool:
@@ -126,7 +101,7 @@ def _fixes(run: ProfileRun, res: Resource, text: str, rollout: bool) -> list[Fix
 )
 def quota_or_limit_refused(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
-    for owner, evs in _events(run).items():
+    for owner, evs in run.refusals(_refusal).items():
         located = run.resource(owner)
         if located is None:
             continue
