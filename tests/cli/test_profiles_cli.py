@@ -22,7 +22,7 @@ def test_list_shows_every_builtin_with_its_description() -> None:
     rows = {line.split()[0]: line for line in lines[1:]}
     assert list(rows) == [
         "aks-cilium", "capa-cilium", "cilium-always", "cilium-default", "eks-gp3", "eks-vpc-cni",
-        "gke-dataplane-v2", "k3s", "kind",
+        "gke-autopilot", "gke-dataplane-v2", "k3s", "kind",
     ]
     assert load_profile("kind").description in rows["kind"]
 

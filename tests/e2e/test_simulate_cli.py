@@ -260,7 +260,7 @@ def _hr_file(tmp_path: Path, spec_extra: str, namespace: str = "agent-platform")
 BAD_INPUTS = {
     "unknown-profile": (
         [str(SEED2), "--profile", "nope"],
-        "unknown profile 'nope': not a built-in (aks-cilium, capa-cilium, cilium-always, cilium-default, eks-gp3, eks-vpc-cni, gke-dataplane-v2, k3s, kind) and no such file",
+        "unknown profile 'nope': not a built-in (aks-cilium, capa-cilium, cilium-always, cilium-default, eks-gp3, eks-vpc-cni, gke-autopilot, gke-dataplane-v2, k3s, kind) and no such file",
     ),
     "missing-chart": (
         [str(ROOT / "examples" / "no-such-chart")],

@@ -19,7 +19,7 @@ from helmsim.cluster.profile import (
 from helmsim.errors import InputError
 
 BUILTINS = [
-    "aks-cilium", "capa-cilium", "cilium-always", "cilium-default", "eks-gp3", "eks-vpc-cni", "gke-dataplane-v2",
+    "aks-cilium", "capa-cilium", "cilium-always", "cilium-default", "eks-gp3", "eks-vpc-cni", "gke-autopilot", "gke-dataplane-v2",
     "k3s", "kind",
 ]
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.controllers.crd import CRD, resource_name, served_group_versions, served_kinds
 from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
-from helmsim.cluster import limitrange, podsecurity, quota
+from helmsim.cluster import limitrange, podsecurity, quota, warden
 from helmsim.cluster.podadmission import admit_pod, forbidden_pod
 from helmsim.cluster.store import ApiError, clone
 from helmsim.cluster.webhooks import call_webhooks
@@ -94,6 +94,7 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         if refused is not None:
             raise forbidden_pod(out, refused)
         podsecurity.admit(sim, out)
+    warden.check(sim, out)  # a managed platform's own validating webhook (GKE Autopilot)
     call_webhooks(sim, out, ("ValidatingWebhookConfiguration",))
     quota.admit(sim, out)
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from helmsim.cluster import warden
 from helmsim.cluster.admission import admit, validate_spec
 from helmsim.cluster.behaviour import BehaviourOverride, Faults
 from helmsim.cluster.controllers.crd import install_crds
@@ -80,7 +81,7 @@ def build_cluster(
     Kubelet(sim)
     # kube-apiserver admission applies to everything created from now on (helm, controllers).
     sim.store.admission = lambda obj: admit(sim, obj)
-    sim.store.validation = validate_spec
+    sim.store.validation = lambda obj: _validate_update(sim, obj)
     return sim
 
 
@@ -106,4 +107,11 @@ def _platform_object(sim: Simulation, obj: Mapping[str, Any]) -> None:
         if isinstance(extra, Mapping):
             merged["metadata"].setdefault(field, {}).update({str(k): str(v) for k, v in extra.items()})
     sim.store.update(merged, actor="cluster-bootstrap", quiet=True)
+
+
+def _validate_update(sim: Simulation, obj: Mapping[str, Any]) -> None:
+    """What the API server checks on an update or apply of a changed spec: the cross-field
+    validation, and a managed platform's validating webhook (GKE Autopilot's Warden)."""
+    validate_spec(obj)
+    warden.check(sim, obj)
 

@@ -528,6 +528,9 @@ class ClusterProfile(_Model):
     # (helmsim.kube.rbac): what an impersonated tenant is authorized by (docs/flux.md).
     rbac: list[dict[str, Any]] = Field(default_factory=list)
     flux: FluxSettings = Field(default_factory=lambda: FluxSettings())
+    admission_policies: list[Literal["gke-autopilot"]] = Field(default_factory=list)
+    """Admission the managed platform adds to the API server's (``gke-autopilot``: Autopilot's
+    Warden constraints, helmsim.cluster.warden)."""
     pod_security: PodSecurity = Field(default_factory=lambda: PodSecurity())
     """Pod Security admission's cluster defaults and exemptions; a namespace's
     ``pod-security.kubernetes.io/enforce`` label overrides the default (docs/profiles.md)."""

@@ -20,6 +20,11 @@ from helmsim.simulate import ReleaseInput, ReleaseOutcome, SimulationResult
 
 # k8s.io/apiserver pkg/admission/errors.go NewForbidden, as Helm's create error carries it
 _HELM_FORBIDDEN = re.compile(r'(?P<resource>[a-z0-9.-]+) "(?P<name>[^"]+)" is forbidden: (?P<reason>.*)$')
+# helm/helm pkg/kube/client.go patchResourceServerSide: the object a server-side apply failed on
+_HELM_SSA = re.compile(
+    r"server-side apply failed for object (?P<ns>[^/\s]*)/(?P<name>\S+) (?P<gv>\S*), Kind=(?P<kind>\w+): (?P<reason>.*)$",
+    re.S,
+)
 
 if TYPE_CHECKING:
     from helmsim.diagnose.model import Candidate
@@ -200,11 +205,12 @@ class ProfileRun:
     @cached_property
     def refused_pods(self) -> dict[str, tuple[TraceEvent, ...]]:
         """Release object → the ``FailedCreate`` events of its controller whose pods the API
-        server refused (``is forbidden``) and that no later pod of the object overcame."""
+        server refused (``is forbidden``, or an admission webhook ``denied the request``) and
+        that no later pod of the object overcame."""
         created = [e for e in self.trace if e.what == "created" and e.obj.startswith("Pod/")]
         found: dict[str, list[TraceEvent]] = {}
         for ev in self._by_what.get("event", ()):
-            if ev.data.get("reason") == "FailedCreate" and "is forbidden:" in ev.message:
+            if ev.data.get("reason") == "FailedCreate" and ("is forbidden:" in ev.message or "denied the request" in ev.message):
                 # a rollout's new ReplicaSet leads back to the Deployment by its owner
                 owner = self.release_object_of(ev) or self._owner_by_references(ev.obj) or ev.obj
                 found.setdefault(owner, []).append(ev)
@@ -227,16 +233,26 @@ class ProfileRun:
         for hr_ref in self.charts:
             attempt = self.first_failed_attempt(hr_ref)
             error = str(attempt[1].data.get("error") or "") if attempt is not None else ""
+            ssa = _HELM_SSA.search(error)
             m = _HELM_FORBIDDEN.search(error)
-            if attempt is None or m is None or not matches(m["reason"]):
+            if attempt is None or (ssa is None and m is None):
                 continue
-            plural = m["resource"].split(".", 1)[0]
-            res = next(
-                (r for r in self.resources(hr_ref) if r.name == m["name"] and plural.startswith(r.kind.lower())),
-                None,
-            )
+            if ssa is not None and matches(ssa["reason"]):
+                res = next(
+                    (r for r in self.resources(hr_ref) if r.kind == ssa["kind"] and r.name == ssa["name"]), None
+                )
+                text = ssa["reason"]
+            elif m is not None and matches(m["reason"]):
+                plural = m["resource"].split(".", 1)[0]
+                res = next(
+                    (r for r in self.resources(hr_ref) if r.name == m["name"] and plural.startswith(r.kind.lower())),
+                    None,
+                )
+                text = error[m.start():]
+            else:
+                continue
             if res is not None:
-                out.setdefault(res.ref, []).append((attempt[1], error[m.start():]))
+                out.setdefault(res.ref, []).append((attempt[1], text))
         return out
 
     @cached_property

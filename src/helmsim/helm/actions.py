@@ -383,12 +383,13 @@ def _create_group(
 
 
 def _admission_refusal(obj: Mapping[str, Any], err: ApiError, server_side: bool) -> str:
-    """An API error as Helm reports it: an admission webhook's refusal or a validation error of a
-    server-side apply is wrapped (helm/helm pkg/kube/client.go patchResourceServerSide); other
-    errors as they are."""
-    if server_side and err.reason in ("InternalError", "Invalid"):
-        return fieldcheck.helm_apply_error(obj, err.message)
-    return err.message
+    """An API error as Helm reports it: a server-side apply wraps every error of its patch
+    (helm/helm pkg/kube/client.go patchResourceServerSide: "server-side apply failed for object
+    …"); a create returns it as is, and so is Helm's own ownership refusal (``Conflict``,
+    pkg/action/validate.go, raised before any request)."""
+    if not server_side or err.reason == "Conflict":
+        return err.message
+    return fieldcheck.helm_apply_error(obj, err.message)
 
 
 def _denied_write(ctx: HelmContext, obj: dict[str, Any], server_side: bool) -> str | None:

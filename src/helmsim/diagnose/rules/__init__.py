@@ -6,6 +6,7 @@ from helmsim.diagnose.rules import (
     hooks,
     jobs,
     network,
+    platform,
     pods,
     podsecurity,
     programs,
@@ -16,4 +17,4 @@ from helmsim.diagnose.rules import (
     upgrade,
 )
 
-__all__ = ["hooks", "jobs", "network", "pods", "podsecurity", "programs", "quota", "rbac", "releases", "storage", "upgrade"]
+__all__ = ["hooks", "jobs", "network", "platform", "pods", "podsecurity", "programs", "quota", "rbac", "releases", "storage", "upgrade"]

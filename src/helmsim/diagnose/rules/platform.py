@@ -1,0 +1,68 @@
+"""Workloads a managed platform's own admission refuses.
+
+HS125 autopilot-constraint-violation
+    GKE Autopilot's Warden webhook (profile ``admissionPolicies: [gke-autopilot]``) refuses a
+    workload or its pods: privileged containers, host namespaces, host ports, hostPath volumes
+    outside ``/var/log/`` or mounted writable, capabilities beyond Autopilot's set. Helm's apply
+    of the workload fails at once (``admission webhook "warden-validating…" denied the
+    request``); the finding lists each constraint with the webhook's text and what to change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from helmsim.cluster import warden
+from helmsim.diagnose.context import ProfileRun
+from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
+from helmsim.diagnose.registry import rule
+
+_DETAILS = re.compile(r"Violations details: (?P<json>\{.*\})", re.S)
+# what a chart's values usually turn off for each constraint
+_ADVICE = {
+    "autogke-default-linux-capabilities": "drop the added capabilities Autopilot does not allow (securityContext.capabilities.add)",
+    "autogke-disallow-hostnamespaces": "turn off hostNetwork, hostPID and hostIPC (the chart's hostNetwork values)",
+    "autogke-disallow-privilege": "run the containers unprivileged (securityContext.privileged)",
+    "autogke-no-host-port": "remove the host ports (the chart's hostPort values; a hostNetwork pod's ports are host ports)",
+    "autogke-no-write-mode-hostpath": "mount hostPath volumes read-only and only under /var/log/, or use emptyDir or a claim",
+}
+
+
+@rule(
+    "HS125",
+    "autopilot-constraint-violation",
+    "GKE Autopilot's Warden admission refuses a workload or its pods",
+)
+def autopilot_constraint_violation(run: ProfileRun) -> list[Candidate]:
+    out: list[Candidate] = []
+    for owner, evs in run.refusals(lambda text: warden.WEBHOOK in text).items():
+        located = run.resource(owner)
+        if located is None:
+            continue
+        hr_ref, res = located
+        first, text = evs[0]
+        m = _DETAILS.search(text)
+        try:
+            details = json.loads(m["json"]) if m else {}
+        except ValueError:
+            details = {}
+        constraints = [k.removeprefix("[denied by ").removesuffix("]") for k in details]
+        listed = " ".join(f"[{c}] {' '.join(details[f'[denied by {c}]'])}" for c in constraints)
+        ready = run.ready(hr_ref)
+        msg = (
+            f"{owner} is refused by GKE Autopilot's Warden admission ({len(constraints)} "
+            f"constraint{'s' if len(constraints) != 1 else ''}): {listed}"
+            + (f" The release ends {run.outcome(hr_ref).outcome}." if not ready else "")
+        )
+        chain: list[Step] = [step(first, f"{first.data.get('reason') or 'Helm'}: {text}")]
+        if not ready:
+            chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
+        fixes = [Fix(f"{_ADVICE[c]} ({c})") for c in constraints if c in _ADVICE]
+        fixes.append(
+            Fix("or run it on GKE Standard (a node agent that needs the host usually has an Autopilot mode in its chart's values)")
+        )
+        out.append(
+            Candidate("HS125", hr_ref, owner, Severity.error if not ready else Severity.warning, msg, chain, fixes, run.variant)
+        )
+    return out
