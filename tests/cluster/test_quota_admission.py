@@ -145,8 +145,8 @@ def test_limit_range_bounds_refuse_with_every_violation() -> None:
     )
     pod = _pod("a", {"requests": {"cpu": "50m", "memory": "1Gi"}, "limits": {"cpu": "200m", "memory": "1Gi"}})
     assert _refused(sim, pod) == (
-        'pods "a" is forbidden: [Minimum cpu usage per Container is 100m, but request is 50m., '
-        "Maximum memory usage per Container is 512Mi, but limit is 1Gi., "
+        'pods "a" is forbidden: [minimum cpu usage per Container is 100m, but request is 50m., '
+        "maximum memory usage per Container is 512Mi, but limit is 1Gi., "
         "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000.]"
     )
     assert _refused(sim, _pod("b", {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m", "memory": "256Mi"}})) is None
@@ -156,4 +156,24 @@ def test_a_pod_limit_range_bounds_the_sum_of_its_containers() -> None:
     sim = _sim(_limits({"type": "Pod", "max": {"cpu": "1"}}))
     pod = _pod("a", {"limits": {"cpu": "600m"}})
     pod["spec"]["containers"].append({"name": "side", "image": "x", "resources": {"limits": {"cpu": "600m"}}})
-    assert _refused(sim, pod) == 'pods "a" is forbidden: Maximum cpu usage per Pod is 1, but limit is 1200m.'
+    assert _refused(sim, pod) == 'pods "a" is forbidden: maximum cpu usage per Pod is 1, but limit is 1200m.'
+
+
+def test_limits_count_sidecars_and_overhead_and_limit_ranges_bound_init_containers() -> None:
+    """component-helpers resource/helpers.go PodLimits sums sidecars (restartPolicy: Always init
+    containers) and overhead; LimitRanger bounds init containers too, and a Pod-type bound
+    takes the larger of the containers' sum and any init container."""
+    sim = _sim(_quota({"limits.memory": "200Mi"}, name="mem"))
+    pod = _pod("a", {"limits": {"memory": "128Mi"}})
+    pod["spec"]["initContainers"] = [{"name": "side", "image": "x", "restartPolicy": "Always", "resources": {"limits": {"memory": "128Mi"}}}]
+    assert _refused(sim, pod) == (
+        'pods "a" is forbidden: exceeded quota: mem, requested: limits.memory=256Mi, used: limits.memory=0, limited: limits.memory=200Mi'
+    )
+    bounded = _sim(_limits({"type": "Container", "max": {"memory": "150Mi"}}))
+    init = _pod("b", {"limits": {"memory": "100Mi"}})
+    init["spec"]["initContainers"] = [{"name": "setup", "image": "x", "resources": {"limits": {"memory": "192Mi"}}}]
+    assert _refused(bounded, init) == 'pods "b" is forbidden: maximum memory usage per Container is 150Mi, but limit is 192Mi.'
+    per_pod = _sim(_limits({"type": "Pod", "max": {"memory": "150Mi"}}))
+    assert _refused(per_pod, {**init, "metadata": {"name": "c", "namespace": "apps"}}) == (
+        'pods "c" is forbidden: maximum memory usage per Pod is 150Mi, but limit is 192Mi.'
+    )

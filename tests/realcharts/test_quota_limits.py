@@ -39,7 +39,7 @@ def test_a_limit_range_default_admits_them_and_its_maximum_refuses_a_larger_limi
     assert simulate_chart(CHART, _profile("tenant-quota-defaults")).releases[0].outcome == "Ready"  # type: ignore[arg-type]
     big = simulate_chart(CHART, _profile("tenant-quota-defaults"), sets=("resources.limits.memory=1Gi",))  # type: ignore[arg-type]
     assert big.releases[0].outcome == "Stalled"
-    assert _failed_creates(big)[0].endswith('-" is forbidden: Maximum memory usage per Container is 512Mi, but limit is 1Gi.')
+    assert _failed_creates(big)[0].endswith('-" is forbidden: maximum memory usage per Container is 512Mi, but limit is 1Gi.')
 
 
 def test_a_rollout_with_no_room_to_surge_never_ends_and_check_verifies_max_surge_zero() -> None:
@@ -63,8 +63,40 @@ def test_a_rollout_with_no_room_to_surge_never_ends_and_check_verifies_max_surge
     )
     report = run_check(releases, [profile], options=CheckOptions(verify_fixes=True))  # type: ignore[list-item]
     [finding] = [f for f in report.findings if f.rule == "HS124"]
-    assert "the rollout cannot add the pod it surges, so it never ends" in finding.message
+    assert "the rollout cannot add the pod it surges and keeps the old ones until it is Ready, so it never ends" in finding.message
     assert not [f for f in report.findings if f.rule == "HS110"]
     surge = finding.fixes[0]
     assert surge.key == "no-surge|Deployment/default/quota-limits" and surge.verified is True
     assert "raise ResourceQuota compute's spec.hard to at least limits.cpu: 1500m, requests.cpu: 1500m" in finding.fixes[1].summary
+
+
+def test_check_names_the_limit_range_refusal_and_a_request_above_a_default_limit_is_invalid() -> None:
+    from realcharts_helpers import check_chart
+
+    profile = str(HERE / CHART / "profiles" / "tenant-quota-defaults.yaml")
+    report = check_chart(CHART, profile, release_name="quota-limits", values=("ci/big-limit-values.yaml",))
+    [finding] = [f for f in report.findings if f.rule == "HS124"]
+    assert "refused by LimitRanger: maximum memory usage per Container is 512Mi, but limit is 1Gi." in finding.message
+    # a LimitRange's default limit below a container's own request makes the pod invalid
+    # (pkg/apis/core/validation ValidateResourceRequirements runs after the mutating admission)
+    low = simulate_chart(CHART, _profile("tenant-quota-defaults"), sets=("resources.requests.cpu=500m",))  # type: ignore[arg-type]
+    assert low.releases[0].outcome == "Stalled"
+    assert _failed_creates(low)[0].endswith(
+        '-" is invalid: spec.containers[0].resources.requests: Invalid value: "500m": must be less than or equal to cpu limit of 250m'
+    )
+
+
+def test_a_claim_over_the_storage_quota_is_named_as_the_claim() -> None:
+    """stateful_pod_control.go createPersistentVolumeClaims: the StatefulSet controller's claim
+    of a volumeClaimTemplate is what the quota refuses, so the finding names the claim and its
+    size (bitnami postgresql, redis and kafka's default persistence)."""
+    from realcharts_helpers import check_chart
+
+    profile = str(HERE / CHART / "profiles" / "storage-quota.yaml")
+    report = check_chart("stateful-storage", profile, release_name="db")
+    [finding] = [f for f in report.findings if f.rule == "HS124"]
+    assert finding.message.startswith(
+        "StatefulSet/default/db's claim data-db-0 is refused by ResourceQuota admission: exceeded quota: storage, "
+        "requested: requests.storage=8Gi, used: requests.storage=0, limited: requests.storage=5Gi"
+    )
+    assert finding.fixes[0].summary.startswith("lower the claim's storage request (the chart's persistence size values)")

@@ -37,6 +37,8 @@ from helmsim.cluster.controllers.storage import ANN_BETA_CLASS, default_class
 from helmsim.cluster import limitrange, podsecurity, quota, warden
 from helmsim.cluster.podadmission import admit_pod, forbidden_pod
 from helmsim.cluster.store import ApiError, clone
+from helmsim.cluster.specvalidation import POD_SPEC_PATHS as _POD_SPEC_PATHS
+from helmsim.cluster.specvalidation import resource_errors
 from helmsim.cluster.webhooks import call_webhooks
 from helmsim.kube.served import builtin_served
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
@@ -84,6 +86,14 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
     if pod:
         limitrange.mutate(sim, out)  # LimitRanger precedes ServiceAccount (plugins.go)
         admit_pod(sim, out)
+        # the object is validated after the mutating admission: a LimitRange's default limit
+        # below a container's request makes the pod invalid
+        invalid = resource_errors(out)
+        if invalid:
+            from helmsim.kube.fieldcheck import invalid_message
+
+            meta = out.get("metadata") or {}
+            raise ApiError("Invalid", invalid_message("v1", "Pod", str(meta.get("generateName") or meta.get("name") or ""), invalid))
     # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks): mutating, then the
     # validating plugins, then validating webhooks, then ResourceQuota, last
     # (k8s.io/apiserver pkg/admission/chain.go: every mutating interface before any validating
@@ -182,20 +192,6 @@ def _default_claim(sim: Simulation, claim: dict[str, Any]) -> None:
 
 
 # Where each workload kind holds its pod spec (k8s.io/api: PodTemplateSpec fields).
-_POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
-    "Pod": ("spec",),
-    "PodTemplate": ("template", "spec"),
-    "ReplicationController": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "Deployment": ("spec", "template", "spec"),
-    # not StatefulSet: apps validation ValidatePodTemplateSpecForStatefulSet leaves its pod spec
-    # unchecked (mounts may name volumeClaimTemplates); its pods are checked when created
-    "DaemonSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
-
-
 def _validate_volume_mounts(obj: Mapping[str, Any], kind: str, api_version: str) -> None:
     """pkg/apis/core/validation/validation.go ValidateVolumeMounts: every container's (init
     and ephemeral containers' too) volumeMounts[].name must be one of the pod's volumes

@@ -3,9 +3,10 @@
 plugin/pkg/admission/limitranger/admission.go. In the mutating phase each ``type: Container``
 limit's ``default`` (limits) and ``defaultRequest`` (requests) fill what a container (or init
 container) does not set, recorded in the pod's ``kubernetes.io/limit-ranger`` annotation; in the
-validating phase ``min``, ``max`` and ``maxLimitRequestRatio`` bound each app container
-(``type: Container``) and their sums (``type: Pod``). A violation refuses the pod:
-``pods "x" is forbidden: Maximum memory usage per Container is 1Gi, but limit is 2Gi.`` (several
+validating phase ``min``, ``max`` and ``maxLimitRequestRatio`` bound each container and init
+container (``type: Container``) and the pod's total (``type: Pod``: the containers' sum, or an
+init container's if larger). A violation refuses the pod:
+``pods "x" is forbidden: maximum memory usage per Container is 1Gi, but limit is 2Gi.`` (several
 are joined as ``[a, b]``: k8s.io/apimachinery pkg/util/errors NewAggregate).
 
 A LimitRangeItem's own defaults are applied first (pkg/apis/core/v1/defaults.go
@@ -54,7 +55,7 @@ def _defaulted(item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def _containers(spec: Mapping[str, Any], *, init: bool = True) -> Iterator[dict[str, Any]]:
-    for field in ("initContainers", "containers") if init else ("containers",):
+    for field in ("containers", "initContainers") if init else ("containers",):
         for c in spec.get(field) or ():
             if isinstance(c, dict):
                 yield c
@@ -77,7 +78,9 @@ def mutate(sim: Simulation, pod: dict[str, Any]) -> None:
     if not isinstance(spec, dict):
         return
     notes: list[str] = []
-    for c in _containers(spec):
+    for c, label in [(c, "container") for c in _containers(spec, init=False)] + [
+        (c, "init container") for c in spec.get("initContainers") or () if isinstance(c, dict)
+    ]:
         resources = c.get("resources")
         if not isinstance(resources, dict):
             resources = c["resources"] = {}
@@ -99,9 +102,9 @@ def mutate(sim: Simulation, pod: dict[str, Any]) -> None:
             resources["requests"] = have_r
         name = str(c.get("name") or "")
         if set_r:
-            notes.append(f"{', '.join(set_r)} request for container {name}")
+            notes.append(f"{', '.join(set_r)} request for {label} {name}")
         if set_l:
-            notes.append(f"{', '.join(set_l)} limit for container {name}")
+            notes.append(f"{', '.join(set_l)} limit for {label} {name}")
     if notes:
         meta = pod.setdefault("metadata", {})
         annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
@@ -130,19 +133,19 @@ def _check(kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, str
     for name, (bound, raw) in sorted(_quantities(item.get("min")).items()):
         shown = _text(bound, raw)
         if name not in req:
-            errs.append(f"Minimum {name} usage per {kind} is {shown}.  No request is specified.")
+            errs.append(f"minimum {name} usage per {kind} is {shown}.  No request is specified.")
         elif milli_value(req[name][0]) < milli_value(bound):
-            errs.append(f"Minimum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}.")
+            errs.append(f"minimum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}.")
         elif name in lim and milli_value(lim[name][0]) < milli_value(bound):
-            errs.append(f"Minimum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}.")
+            errs.append(f"minimum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}.")
     for name, (bound, raw) in sorted(_quantities(item.get("max")).items()):
         shown = _text(bound, raw)
         if name not in lim:
-            errs.append(f"Maximum {name} usage per {kind} is {shown}.  No limit is specified.")
+            errs.append(f"maximum {name} usage per {kind} is {shown}.  No limit is specified.")
         elif milli_value(lim[name][0]) > milli_value(bound):
-            errs.append(f"Maximum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}.")
+            errs.append(f"maximum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}.")
         elif name in req and milli_value(req[name][0]) > milli_value(bound):
-            errs.append(f"Maximum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}.")
+            errs.append(f"maximum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}.")
     for name, (bound, raw) in sorted(_quantities(item.get("maxLimitRequestRatio")).items()):
         shown = _text(bound, raw)
         r = milli_value(req[name][0]) if name in req else 0
@@ -178,17 +181,28 @@ def validate(sim: Simulation, pod: Mapping[str, Any]) -> str | None:
     namespace = str(_map(pod.get("metadata")).get("namespace") or "default")
     spec = _map(pod.get("spec"))
     errs: list[str] = []
+    def lists(init: bool) -> list[tuple[dict[str, tuple[Decimal, str]], dict[str, tuple[Decimal, str]]]]:
+        field = "initContainers" if init else "containers"
+        return [
+            (_quantities(_map(c.get("resources")).get("requests")), _quantities(_map(c.get("resources")).get("limits")))
+            for c in spec.get(field) or ()
+            if isinstance(c, Mapping)
+        ]
+
+    app, init = lists(False), lists(True)
     for item in _items(sim, namespace):
         kind = item.get("type")
-        containers = [
-            (_quantities(_map(c.get("resources")).get("requests")), _quantities(_map(c.get("resources")).get("limits")))
-            for c in _containers(spec, init=False)
-        ]
         if kind == "Container":
-            for req, lim in containers:
+            for req, lim in app + init:  # PodLimitFunc: containers, then init containers
                 errs.extend(_check("Container", item, req, lim))
         elif kind == "Pod":
-            errs.extend(_check("Pod", item, _sum([r for r, _ in containers]), _sum([li for _, li in containers])))
+            requests, limits = _sum([r for r, _ in app]), _sum([li for _, li in app])
+            for req, lim in init:  # take max(sum of the containers, any init container)
+                for into, more in ((requests, req), (limits, lim)):
+                    for name, (q, raw) in more.items():
+                        if name not in into or q > into[name][0]:
+                            into[name] = (q, raw)
+            errs.extend(_check("Pod", item, requests, limits))
     if not errs:
         return None
     return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.store import ApiError
 from helmsim.kube.quantity import canonical, is_binary, parse_quantity
-from helmsim.kube.requests import container_requests
+from helmsim.kube.requests import container_requests, pod_limits, pod_requests
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -72,21 +72,6 @@ def _limits(c: Mapping[str, Any]) -> Usage:
     return out
 
 
-def _pod_limits(spec: Mapping[str, Any]) -> Usage:
-    """component-helpers resource/helpers.go PodLimits: app containers summed, at least the
-    largest init container's."""
-    total: Usage = {}
-    for c in spec.get("containers") or ():
-        if isinstance(c, Mapping):
-            for k, v in _limits(c).items():
-                total[k] = total.get(k, Decimal(0)) + v
-    for c in spec.get("initContainers") or ():
-        if isinstance(c, Mapping):
-            for k, v in _limits(c).items():
-                total[k] = max(total.get(k, Decimal(0)), v)
-    return total
-
-
 def _compute(requests: Mapping[str, Decimal], limits: Mapping[str, Decimal]) -> Usage:
     """pods.go podComputeUsageHelper."""
     out: Usage = {"pods": Decimal(1)}
@@ -120,9 +105,7 @@ def usage(sim: Simulation, obj: Mapping[str, Any]) -> Usage:
     spec = _map(obj.get("spec"))
     if kind == "Pod":
         if _pod_counts(obj):
-            from helmsim.kube.requests import pod_requests
-
-            out.update(_compute(pod_requests(spec), _pod_limits(spec)))
+            out.update(_compute(pod_requests(spec), pod_limits(spec)))
     elif kind == "PersistentVolumeClaim":
         # persistent_volume_claims.go Usage: requests.storage, per class too
         cls = spec.get("storageClassName")
@@ -198,7 +181,9 @@ def _matches_scope(selector: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
 def _selectors(quota: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """controller.go getScopeSelectorsFromQuota."""
     spec = _map(quota.get("spec"))
-    out: list[Mapping[str, Any]] = [{"scopeName": s, "operator": "Exists"} for s in spec.get("scopes") or ()]
+    given = spec.get("scopes")
+    scopes: list[Any] = given if isinstance(given, list) else []
+    out: list[Mapping[str, Any]] = [{"scopeName": s, "operator": "Exists"} for s in scopes]
     out += [e for e in _map(spec.get("scopeSelector")).get("matchExpressions") or () if isinstance(e, Mapping)]
     return out
 

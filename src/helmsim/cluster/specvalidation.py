@@ -96,10 +96,65 @@ def _namespace(obj: Mapping[str, Any]) -> list[str]:
     return namespace_label_errors(obj)
 
 
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    # not StatefulSet: apps validation ValidatePodTemplateSpecForStatefulSet leaves its pod spec
+    # unchecked (mounts may name volumeClaimTemplates); its pods are checked when created
+    "DaemonSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+"""Where each kind holds the pod spec the API server validates as a pod's."""
+
+
+def resource_errors(obj: Mapping[str, Any]) -> list[str]:
+    """pkg/apis/core/validation/validation.go ValidateResourceRequirements: a container's request
+    may not exceed its limit (``spec.containers[0].resources.requests: Invalid value: "2": must
+    be less than or equal to cpu limit of 1``), resources in name order (upstream ranges a map)."""
+    from helmsim.kube.quantity import canonical, is_binary, parse_quantity
+
+    path = POD_SPEC_PATHS.get(str(obj.get("kind") or ""))
+    spec: Any = obj
+    for part in path or ():
+        spec = spec.get(part) if isinstance(spec, Mapping) else None
+    if not path or not isinstance(spec, Mapping):
+        return []
+    prefix = ".".join(path)
+    errors: list[str] = []
+    for field in ("containers", "initContainers"):  # ValidatePodSpec: containers, then init containers
+        for i, c in enumerate(spec.get(field) or ()):
+            resources = c.get("resources") if isinstance(c, Mapping) else None
+            if not isinstance(resources, Mapping):
+                continue
+            requests, limits = resources.get("requests"), resources.get("limits")
+            if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
+                continue
+            for name in sorted(set(requests) & set(limits)):
+                try:
+                    req, lim = parse_quantity(requests[name]), parse_quantity(limits[name])
+                except ValueError:
+                    continue  # the field check refuses a malformed quantity first
+                if req > lim:
+                    shown = canonical(req, is_binary(requests[name]))
+                    errors.append(
+                        f'{prefix}.{field}[{i}].resources.requests: Invalid value: "{shown}": must be less than or '
+                        f"equal to {name} limit of {canonical(lim, is_binary(limits[name]))}"
+                    )
+    return errors
+
+
 VALIDATORS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = {
     ("policy", "PodDisruptionBudget"): pod_disruption_budget,
     ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler,
     ("", "Namespace"): _namespace,
+    **{(g, k): resource_errors for g, k in (
+        ("", "Pod"), ("", "PodTemplate"), ("", "ReplicationController"), ("apps", "ReplicaSet"), ("apps", "Deployment"),
+        ("apps", "DaemonSet"), ("batch", "Job"), ("batch", "CronJob"),
+    )},
 }
 """(API group, kind) → its validator: every served version is validated alike (one internal type)."""
 

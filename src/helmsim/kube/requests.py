@@ -39,18 +39,41 @@ def _add(into: dict[str, Decimal], more: Mapping[str, Decimal]) -> None:
         into[k] = into.get(k, Decimal(0)) + v
 
 
+def _limits(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    resources = container.get("resources") or {}
+    values = resources.get("limits") if isinstance(resources, Mapping) else None
+    out: dict[str, Decimal] = {}
+    for name, raw in (values or {}).items() if isinstance(values, Mapping) else ():
+        try:
+            out[str(name)] = parse_quantity(raw)
+        except ValueError:
+            continue
+    return out
+
+
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
     """The pod's requests by resource name (only resources some container requests)."""
+    return _pod_total(spec, container_requests)
+
+
+def pod_limits(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The pod's limits, summed as its requests are (component-helpers resource/helpers.go
+    PodLimits: app containers and sidecars summed, at least any ordinary init container's with
+    the sidecars started before it, plus ``spec.overhead``)."""
+    return _pod_total(spec, _limits)
+
+
+def _pod_total(spec: Mapping[str, Any], of: Any) -> dict[str, Decimal]:
     total: dict[str, Decimal] = {}
     for c in spec.get("containers") or ():
         if isinstance(c, Mapping):
-            _add(total, container_requests(c))
+            _add(total, of(c))
     sidecars: dict[str, Decimal] = {}
     init_peak: dict[str, Decimal] = {}
     for c in spec.get("initContainers") or ():
         if not isinstance(c, Mapping):
             continue
-        req = container_requests(c)
+        req = of(c)
         if c.get("restartPolicy") == "Always":
             _add(sidecars, req)  # a sidecar keeps running next to everything after it
             _add(total, req)

@@ -4,7 +4,7 @@ HS124 quota-or-limit-refused
     The API server's ResourceQuota admission refuses an object the namespace's quota cannot
     hold (``exceeded quota: <name>, requested: …, used: …, limited: …``) or a pod whose
     containers do not set what a cpu/memory quota tracks (``failed quota: <name>: must specify
-    …``); LimitRanger refuses a pod outside a LimitRange's bounds (``Maximum memory usage per
+    …``); LimitRanger refuses a pod outside a LimitRange's bounds (``maximum memory usage per
     Container is 512Mi, but limit is 1Gi.``). A controller's pods are its ``FailedCreate`` with
     back-off and Helm's wait times out; an object Helm creates fails the release at once. A
     rolling update that needs a surge pod the quota has no room for never ends: the finding says
@@ -28,7 +28,7 @@ _EXCEEDED = re.compile(
 )
 _FAILED = re.compile(r"failed quota: (?P<quota>[^:]+): (?P<reason>must specify .*)$")
 # plugin/pkg/admission/limitranger/admission.go minConstraint, maxConstraint, limitRequestRatioConstraint
-_LIMIT = re.compile(r"(?:Minimum|Maximum) \S+ usage per (?:Container|Pod)|max limit to request ratio per (?:Container|Pod)")
+_LIMIT = re.compile(r"(?:[Mm]inimum|[Mm]aximum) \S+ usage per (?:Container|Pod)|max limit to request ratio per (?:Container|Pod)")
 
 
 def _refusal(text: str) -> bool:
@@ -37,6 +37,31 @@ def _refusal(text: str) -> bool:
 
 def _values(text: str) -> dict[str, str]:
     return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+
+
+_CLAIM = re.compile(r'persistentvolumeclaims "(?P<name>[^"]+)" is forbidden')
+
+
+def _rollout_consequence(res: Resource) -> str:
+    """What a refused surge pod does to a rolling update: with maxUnavailable 0 (25% of fewer
+    than 4 replicas rounds down) the old pods stay until the new one is Ready, so the rollout
+    never ends; otherwise old pods go first and the rest waits on the ReplicaSet controller's
+    back-off (pkg/controller/deployment/rolling.go, util/deployment_util.go ResolveFenceposts)."""
+    spec = res.body.get("spec") or {}
+    strategy = spec.get("strategy") or {}
+    rolling = strategy.get("rollingUpdate") or {}
+    replicas = spec.get("replicas", 1)
+    unavailable = rolling.get("maxUnavailable", "25%")
+    if isinstance(unavailable, str) and unavailable.endswith("%") and isinstance(replicas, int):
+        try:
+            value = int(unavailable[:-1]) * replicas // 100
+        except ValueError:
+            value = 0
+    else:
+        value = unavailable if isinstance(unavailable, int) else 0
+    if value == 0:
+        return "the rollout cannot add the pod it surges and keeps the old ones until it is Ready, so it never ends"
+    return "the rollout replaces what maxUnavailable allows, then waits on the ReplicaSet controller's back-off for room"
 
 
 def _rollout(run: ProfileRun, owner: str, at: float) -> bool:
@@ -65,6 +90,13 @@ def _needed(m: re.Match[str]) -> str:
 
 def _fixes(run: ProfileRun, res: Resource, text: str, rollout: bool) -> list[Fix]:
     exceeded = _EXCEEDED.search(text)
+    if exceeded is not None and _CLAIM.search(text):
+        return [
+            Fix(
+                f"lower the claim's storage request (the chart's persistence size values), or raise ResourceQuota "
+                f"{exceeded['quota']}'s spec.hard to at least {_needed(exceeded)}"
+            )
+        ]
     if exceeded is not None:
         quota = exceeded["quota"]
         out: list[Fix] = []
@@ -110,9 +142,14 @@ def quota_or_limit_refused(run: ProfileRun) -> list[Candidate]:
         ready = run.ready(hr_ref)
         rollout = _rollout(run, owner, first.time)
         times = f"; refused {len(evs)} times" if len(evs) > 1 else ""
-        if first.data.get("reason") == "FailedCreate":
+        claim = _CLAIM.search(text)
+        if first.data.get("reason") == "FailedCreate" and claim is not None:
+            # stateful_pod_control.go createPersistentVolumeClaims: the claim of a pod's volumeClaimTemplate
+            subject = f"{owner}'s claim {claim['name']} is refused"
+            consequence = "its pod is not created"
+        elif first.data.get("reason") == "FailedCreate":
             subject = f"{owner}'s pods are refused"
-            consequence = "the rollout cannot add the pod it surges, so it never ends" if rollout else "no pod is created"
+            consequence = _rollout_consequence(res) if rollout else "no pod is created"
         else:
             subject, consequence = f"{owner} is refused", "Helm's create fails"
         by = "LimitRanger" if _LIMIT.search(text) else "ResourceQuota admission"
