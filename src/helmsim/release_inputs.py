@@ -17,8 +17,9 @@ from helmsim.errors import InputError
 from helmsim.flux import inputs as flux_inputs
 from helmsim.flux.helmrelease import HelmRelease
 from helmsim.flux import kustomization
-from helmsim.flux import sources
+from helmsim.flux import postbuild, sources
 from helmsim.inputs import load_release
+from helmsim.manifests import read_manifest_input
 from helmsim.flux.sources import VALUES_ERROR, SourceFailure
 from helmsim.simulate import ChartSource, ReleaseInput, ValuesError, values_from_refs
 
@@ -49,7 +50,9 @@ def build_inputs(
     for given in helmrelease:
         if not flux_inputs.load_flux_tree([given]).helmreleases:
             raise InputError("no HelmRelease (helm.toolkit.fluxcd.io) found", file=given)
-    tree = flux_inputs.load_flux_tree(helmrelease if is_chart else [target, *helmrelease])
+    paths = helmrelease if is_chart else [target, *helmrelease]
+    tree = flux_inputs.load_flux_tree(paths)
+    tree, build_errors, build_notes = _post_build(tree, paths, root, target)
     if is_chart and not helmrelease and _may_render_helmreleases(Path(target), user_values):
         meta = _meta_chart_tree(target, user_values, release_name, namespace, tuple(values))
         if meta is not None:
@@ -75,7 +78,7 @@ def build_inputs(
         raise InputError("no HelmRelease found (and not a chart directory)", file=target)
     else:
         defaulted = False
-    units = _kustomizations(tree, root, target)
+    units = _kustomizations(tree, root, target, build_errors)
     out: list[ReleaseInput] = []
     for hr in hrs:
         path = chart_map.get(hr.chart_name) if hr.ref == main_ref else flux_inputs.chart_for(hr, chart_map)
@@ -104,7 +107,7 @@ def build_inputs(
                 values_from=from_refs,
                 defaulted=defaulted,
                 source_failure=failure,
-                notes=(*resolved.notes, *_unmodelled(hr)),
+                notes=(*resolved.notes, *_unmodelled(hr), *(build_notes if not out else ())),
                 tree_objects=tree.objects,
                 kustomizations=units,
             )
@@ -193,14 +196,33 @@ def _meta_chart_tree(
 
 
 def _kustomizations(
-    tree: flux_inputs.FluxTree, root: Callable[[], Path | None], target: str
+    tree: flux_inputs.FluxTree, root: Callable[[], Path | None], target: str,
+    build_errors: dict[str, str] | None = None,
 ) -> tuple[kustomization.Unit, ...]:
     """The tree's Kustomizations with what each applies; ``spec.path`` is read under the
     repository root, else under the directory given."""
     if not any(kustomization.is_kustomization(o) for o in tree.objects):
         return ()
     here = Path(target) if Path(target).is_dir() else Path(target).parent
-    return kustomization.load_units(tree, [p for p in (root(), here) if p is not None])
+    return kustomization.load_units(tree, [p for p in (root(), here) if p is not None], build_errors)
+
+
+def _post_build(
+    tree: flux_inputs.FluxTree, paths: Sequence[str], root: Callable[[], Path | None], target: str
+) -> tuple[flux_inputs.FluxTree, dict[str, str], list[str]]:
+    """The tree as kustomize-controller applies it: each Kustomization's ``postBuild``
+    variables substituted in the files under its path (:mod:`helmsim.flux.postbuild`)."""
+    posted = {
+        f"{(o.get('metadata') or {}).get('namespace') or 'default'}/{(o.get('metadata') or {}).get('name')}": o
+        for o in tree.objects
+        if kustomization.is_kustomization(o) and isinstance(o.get("spec"), dict) and o["spec"].get("postBuild")
+    }
+    if not posted:
+        return tree, {}, []
+    units = _kustomizations(tree, root, target)
+    files = [f for path in paths for f in read_manifest_input(path)]
+    substituted, errors, notes = postbuild.substituted_files(files, kustomization.owner_of(units), posted, tree.objects)
+    return flux_inputs.flux_tree_from_files(substituted), errors, notes
 
 
 def _root(explicit: str | None, target: str) -> Callable[[], Path | None]:

@@ -40,6 +40,7 @@ from helmsim.cluster.store import ApiError, clone
 from helmsim.cluster.specvalidation import POD_SPEC_PATHS as _POD_SPEC_PATHS
 from helmsim.cluster.specvalidation import resource_errors
 from helmsim.cluster.webhooks import call_webhooks
+from helmsim.flux.apis import FLUX_APIS
 from helmsim.kube.served import builtin_served
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 
@@ -121,6 +122,8 @@ def mapping_scope(sim: Simulation, api_version: str, kind: str) -> str | None:
     builtin = builtin_served(str(getattr(sim.profile, "kubernetes_version", "") or ""), api_version, kind)
     if builtin is not None and builtin:
         return "Cluster" if kind in CLUSTER_SCOPED_KINDS else "Namespaced"
+    if (api_version, kind) in FLUX_APIS:
+        return "Namespaced"  # the simulated cluster runs Flux: its controllers' CRDs are served
     served = served_kinds(sim)
     if (api_version, kind) in served:
         scope = served[(api_version, kind)]

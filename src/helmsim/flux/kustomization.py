@@ -11,7 +11,7 @@ it); fluxcd/pkg runtime/cel (status_evaluator.go: healthCheckExprs), ssa/manager
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,8 @@ class Spec(_Model):
     images: Any = None
     components: Any = None
     ignore_missing_components: Any = Field(default=None, alias="ignoreMissingComponents")
+    ignore: Any = None
+    build_metadata: Any = Field(default=None, alias="buildMetadata")
 
 
 class Kustomization(_Model):
@@ -166,6 +168,8 @@ class Unit(Struct, frozen=True):
     owner: str | None = None
     """The Kustomization that applies this one (None: applied before the simulation)."""
     revision: str = ""
+    build_error: str | None = None
+    """Why its build fails (postBuild substitution: helmsim.flux.postbuild), None when it builds."""
 
     @property
     def ref(self) -> str:
@@ -251,6 +255,34 @@ def _revision(tree: FluxTree, ks: Kustomization, directory: Path | None) -> str:
             if f.is_file() and f.suffix in (".yaml", ".yml", ".json"):
                 digest.update(str(f.relative_to(directory)).encode() + b"\0" + f.read_bytes())
     return f"{branch}@sha1:{digest.hexdigest()}"
+
+
+def _stage(obj: Mapping[str, Any]) -> int:
+    """fluxcd/pkg ssa/manager_apply.go ApplyAllStaged: CRDs, Namespaces and ClusterRoles first
+    (utils/is.go IsClusterDefinition), then class definitions (kinds ending in "Class"), then the
+    rest."""
+    kind, api = str(obj.get("kind") or ""), str(obj.get("apiVersion") or "")
+    if (kind == "CustomResourceDefinition" and api.startswith("apiextensions.k8s.io/")) or (
+        kind == "Namespace" and api == "v1") or (kind == "ClusterRole" and api.startswith("rbac.authorization.k8s.io/")):
+        return 0
+    return 1 if kind.endswith("Class") else 2
+
+
+def _staged(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The objects in the order the staged apply sends them (stable within a stage)."""
+    return sorted(objects, key=_stage)
+
+
+def _dry_run_error(body: Mapping[str, Any], err: ApiError) -> str:
+    """fluxcd/pkg ssa/errors/errors.go DryRunErr.Error: the dry-run before the apply names the
+    object (utils.FmtUnstructured ``Kind/namespace/name``) and the API server's reason."""
+    meta = body.get("metadata") or {}
+    ns = str(meta.get("namespace") or "")
+    what = f"{body.get('kind')}/{ns + '/' if ns else ''}{meta.get('name')}"
+    if err.reason == "NotFound":
+        return f"{what} {'not found' if ns else 'namespace not specified'}: {err.message}"
+    reason = {"NoKindMatch": "", "InternalError": "InternalError"}.get(err.reason, err.reason)
+    return f"{what} dry-run failed{f' ({reason})' if reason else ''}: {err.message}"
 
 
 def gated_releases(units: Sequence[Unit]) -> dict[str, str]:
@@ -428,15 +460,21 @@ class KustomizationReconciler(Struct):
             self.state.drop("Reconciling")
             self._event(msg, "error")
             return False
+        if unit.build_error is not None:
+            # kustomization_controller.go reconcile: the build (postBuild included) failed
+            self._mark("Ready", "False", "BuildFailed", unit.build_error)
+            self.state.drop("Reconciling")
+            self._event(unit.build_error, "error")
+            return False
         yield self.sim.sleep(self.sim.latency("api_write"))
         applied: list[tuple[str, str, str, str]] = []  # apiVersion, kind, namespace, name
-        for obj in unit.objects:
+        for obj in _staged(unit.objects):
             body = self._namespaced(clone(dict(obj)))
             meta = body.get("metadata") or {}
             try:
                 self.sim.store.apply(body, actor=ACTOR)
             except ApiError as err:
-                msg = f"{body.get('kind')}/{meta.get('namespace', '')}/{meta.get('name')} apply failed: {err.message}"
+                msg = _dry_run_error(body, err)
                 self._mark("Ready", "False", "ReconciliationFailed", msg)
                 self.state.drop("Reconciling")
                 self._event(msg, "error")
@@ -645,9 +683,33 @@ def not_applied_message(hr: HelmRelease, unit_ref: str, states: Mapping[str, Rel
     return f"HelmRelease {hr.ref} is not applied: Kustomization {unit_ref} has not applied it{why}"
 
 
-def load_units(tree: FluxTree, roots: Sequence[Path]) -> tuple[Unit, ...]:
-    """``plan`` of a tree, reading each ``kustomization.yaml``'s ``resources`` when a path has one."""
-    return plan(_with_kustomize_resources(tree, roots), roots)
+def load_units(
+    tree: FluxTree, roots: Sequence[Path], build_errors: Mapping[str, str] | None = None
+) -> tuple[Unit, ...]:
+    """``plan`` of a tree, reading each ``kustomization.yaml``'s ``resources`` when a path has
+    one; ``build_errors`` are the Kustomizations whose build fails (by ref)."""
+    from msgspec.structs import replace
+
+    units = plan(_with_kustomize_resources(tree, roots), roots)
+    errors = build_errors or {}
+    return tuple(replace(u, build_error=errors[u.ref]) if u.ref in errors else u for u in units)
+
+
+def owner_of(units: Sequence[Unit]) -> Callable[[str], str | None]:
+    """The Kustomization that applies a file: the deepest ``spec.path`` holding it."""
+
+    def owner(file: str) -> str | None:
+        path = Path(file).resolve()
+        best: tuple[int, str] | None = None
+        for u in units:
+            d = u.directory
+            if d is None or not path.is_relative_to(d):
+                continue
+            if best is None or len(d.parts) > best[0]:
+                best = (len(d.parts), u.ref)
+        return best[1] if best else None
+
+    return owner
 
 
 def _with_kustomize_resources(tree: FluxTree, roots: Sequence[Path]) -> FluxTree:
