@@ -53,6 +53,7 @@ def build_inputs(
     paths = helmrelease if is_chart else [target, *helmrelease]
     tree = flux_inputs.load_flux_tree(paths)
     tree, build_errors, build_notes = _post_build(tree, paths, root, target)
+    tree = _target_namespaces(tree, root, target)
     if is_chart and not helmrelease and _may_render_helmreleases(Path(target), user_values):
         meta = _meta_chart_tree(target, user_values, release_name, namespace, tuple(values))
         if meta is not None:
@@ -138,6 +139,23 @@ def _unmodelled(hr: HelmRelease) -> list[str]:
             f"HelmRelease {hr.ref}: the readyExpr of dependsOn {', '.join(exprs)} is not evaluated; the simulation "
             "waits for the dependency's Ready condition instead"
         )
+    set_fields = [
+        f"{action}.{yaml}"
+        for action in ("install", "upgrade", "rollback", "uninstall")
+        for attr, yaml in (
+            ("server_side_apply", "serverSideApply"), ("force", "force"), ("cleanup_on_fail", "cleanupOnFail"),
+            ("disable_schema_validation", "disableSchemaValidation"), ("preserve_values", "preserveValues"),
+            ("replace", "replace"), ("deletion_propagation", "deletionPropagation"),
+        )
+        if getattr(getattr(hr.spec, action), attr) not in (None, False)
+    ]
+    chart = hr.spec.chart.spec if hr.spec.chart is not None else None
+    if chart is not None and (chart.values_files or chart.values_file):
+        set_fields.append("chart.spec.valuesFiles")
+    if hr.spec.kube_config:
+        set_fields.append("kubeConfig")
+    if set_fields:
+        out.append(f"HelmRelease {hr.ref}: spec.{', spec.'.join(set_fields)} not modelled (the simulation runs without them)")
     if hr.spec.health_check_exprs:
         out.append(
             f"HelmRelease {hr.ref}: spec.healthCheckExprs are not evaluated; custom resources' health is read with "
@@ -205,6 +223,22 @@ def _kustomizations(
         return ()
     here = Path(target) if Path(target).is_dir() else Path(target).parent
     return kustomization.load_units(tree, [p for p in (root(), here) if p is not None], build_errors)
+
+
+def _target_namespaces(
+    tree: flux_inputs.FluxTree, root: Callable[[], Path | None], target: str
+) -> flux_inputs.FluxTree:
+    """The HelmReleases a Kustomization with ``spec.targetNamespace`` applies, in that namespace
+    (kustomize's namespace transformer, which kustomize-controller's generator configures:
+    internal/generator kustomize_generator.go)."""
+    units = _kustomizations(tree, root, target)
+    by_owner = {hr: u.ks.spec.target_namespace for u in units if u.ks.spec.target_namespace for hr in u.helmreleases}
+    if not by_owner:
+        return tree
+    hrs = tuple(
+        hr.model_copy(update={"namespace": by_owner[hr.ref]}) if hr.ref in by_owner else hr for hr in tree.helmreleases
+    )
+    return flux_inputs.FluxTree(hrs, tree.objects, tree.sources)
 
 
 def _post_build(

@@ -596,7 +596,7 @@ def _simulate(
             e.what in ("created", "apply-error") for e in sim.trace.of(ref)
         )
     )
-    notes += kc.notes() + assumed_behaviours(sim.trace) + _idle_daemonsets(sim, profile, rendered.values())
+    notes += kc.notes(next((r.tree_objects for r in releases if r.tree_objects), ())) + assumed_behaviours(sim.trace) + _idle_daemonsets(sim, profile, rendered.values())
     notes += _no_workload(rendered, {f"{o.namespace}/{o.name}": o.outcome for o in outcomes})
     notes += _assumed_namespaces(releases, [*rendered.values(), *previous.values()], profile)
     notes += _taken_over(sim)
@@ -766,12 +766,15 @@ def _needed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartR
 
 def _assumed_namespaces(releases: Sequence[ReleaseInput], charts: Sequence[ChartRelease], profile: ClusterProfile) -> list[str]:
     """The note naming the namespaces the run assumes exist while nothing in the input creates
-    them: not a HelmRelease's own, not a Namespace in a chart, the input tree or the profile, not
+    them: not the namespace of a HelmRelease given as is (one a Kustomization applies needs its
+    namespace to exist), not a Namespace in a chart, the input tree or the profile, not
     a target namespace helm-controller creates (``install.createNamespace``: internal/action/
     install.go CreateNamespace), not one the API server creates."""
     from helmsim.cluster.admission import SYSTEM_NAMESPACES
 
-    known = set(SYSTEM_NAMESPACES) | {r.hr.namespace for r in releases}
+    gated = kustomization.gated_releases(next((r.kustomizations for r in releases if r.kustomizations), ()))
+    # a HelmRelease given as is lives in its namespace; one a Kustomization applies needs it
+    known = set(SYSTEM_NAMESPACES) | {r.hr.namespace for r in releases if r.hr.ref not in gated}
     known |= {res.name for cr in charts for res in cr.resources if res.kind == "Namespace"}
     known |= {
         str((o.get("metadata") or {}).get("name"))

@@ -146,3 +146,29 @@ def test_substitution_never_raises_anything_but_its_own_errors(text: str, vars: 
         return
     if "$" not in text:
         assert out == text
+
+
+def test_target_namespace_moves_the_helmreleases_and_unmodelled_fields_are_said(tmp_path: Path) -> None:
+    """kustomize's namespace transformer moves every namespaced object a Kustomization with
+    spec.targetNamespace applies, HelmReleases included (internal/generator)."""
+    ks = _ks()
+    ks["spec"]["targetNamespace"] = "other"
+    ks["spec"]["namePrefix"] = "x-"
+    ks["spec"]["dependsOn"] = [{"name": "infra", "readyExpr": "true"}]
+    infra = {**_ks(), "metadata": {"name": "infra", "namespace": "flux-system"}}
+    infra["spec"] = {**infra["spec"], "path": "./infra", "sourceRef": {"kind": "GitRepository", "name": "gone"}}
+    hr = HR.replace("${replicas:=2}", "1").replace("${greeting}-$${kept}", "plain")
+    root = _repo(tmp_path, [GIT, ks, infra], {"base.yaml": BASE, "hr.yaml": hr})
+    (root / "infra").mkdir()
+    (root / "infra" / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n")
+    result = _simulate(root)
+    assert [f"{o.namespace}/{o.name}" for o in result.releases] == ["other/web"]
+    assert "Kustomization flux-system/apps: spec.namePrefix not applied to what it applies (not modelled)" in result.notes
+    assert (
+        "Kustomization flux-system/apps: the readyExpr of dependsOn infra is not evaluated; the simulation waits for the "
+        "dependency's Ready condition instead"
+    ) in result.notes
+    assert (
+        "Kustomization flux-system/infra: its source GitRepository/flux-system/gone is not in the input; assumed Ready and "
+        "serving the files given (kustomize-controller would be ArtifactFailed without it)"
+    ) in result.notes

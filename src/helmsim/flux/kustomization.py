@@ -285,6 +285,38 @@ def _dry_run_error(body: Mapping[str, Any], err: ApiError) -> str:
     return f"{what} dry-run failed{f' ({reason})' if reason else ''}: {err.message}"
 
 
+# fields of api/v1 KustomizationSpec that change what is applied and are not simulated
+_UNMODELLED = (
+    ("patches", "patches"), ("images", "images"), ("name_prefix", "namePrefix"), ("name_suffix", "nameSuffix"),
+    ("components", "components"), ("decryption", "decryption"), ("kube_config", "kubeConfig"),
+    ("service_account_name", "serviceAccountName"),
+)
+
+
+def unmodelled_notes(ks: Kustomization, known: set[tuple[str, str, str]]) -> list[str]:
+    """What the report says of a Kustomization's fields and source it does not simulate."""
+    out = []
+    fields = [yaml for attr, yaml in _UNMODELLED if getattr(ks.spec, attr) not in (None, [], {}, ())]
+    if fields:
+        out.append(f"Kustomization {ks.ref}: spec.{', spec.'.join(fields)} not applied to what it applies (not modelled)")
+    exprs = [d.name for d in ks.spec.depends_on if d.ready_expr]
+    if exprs:
+        # kustomization_controller.go checkDependencies: a readyExpr replaces the Ready check
+        out.append(
+            f"Kustomization {ks.ref}: the readyExpr of dependsOn {', '.join(exprs)} is not evaluated; the simulation "
+            "waits for the dependency's Ready condition instead"
+        )
+    ref = ks.spec.source_ref
+    kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+    namespace = str(ref.get("namespace") or ks.namespace)
+    if kind and (kind, namespace, name) not in known:
+        out.append(
+            f"Kustomization {ks.ref}: its source {kind}/{namespace}/{name} is not in the input; assumed Ready and "
+            "serving the files given (kustomize-controller would be ArtifactFailed without it)"
+        )
+    return out
+
+
 def gated_releases(units: Sequence[Unit]) -> dict[str, str]:
     """HelmRelease ref → the Kustomization that applies it."""
     return {hr: u.ref for u in units for hr in u.helmreleases}
@@ -802,10 +834,19 @@ class Controller(Struct):
         o.outcome, o.ready, o.reason = "Blocked", "Unknown", "NotApplied"
         o.message = not_applied_message(hr, owner, self.states)
 
-    def notes(self) -> list[str]:
+    def notes(self, tree_objects: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+        """The report's notes on the Kustomizations (``tree_objects``: every object of the input,
+        to tell whether a source is there)."""
         if not self.units:
             return []
-        return [
+        out = [
             "Kustomization revisions are helmsim's digest of the files under each path "
             "(<branch>@sha1:<digest>), not the Git commit kustomize-controller reports"
         ]
+        known = {
+            (str(o.get("kind")), str((o.get("metadata") or {}).get("namespace") or ""), str((o.get("metadata") or {}).get("name")))
+            for o in (*tree_objects, *(o for u in self.units for o in u.objects))
+        }
+        for u in self.units:
+            out += unmodelled_notes(u.ks, known)
+        return out
