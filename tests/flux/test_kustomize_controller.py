@@ -172,3 +172,22 @@ def test_target_namespace_moves_the_helmreleases_and_unmodelled_fields_are_said(
         "Kustomization flux-system/infra: its source GitRepository/flux-system/gone is not in the input; assumed Ready and "
         "serving the files given (kustomize-controller would be ArtifactFailed without it)"
     ) in result.notes
+
+
+def test_a_failing_kustomization_fails_the_run_even_when_every_helmrelease_is_ready(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from helmsim.cli import app
+
+    hr = HR.replace("${replicas:=2}", "1").replace("${greeting}-$${kept}", "plain")
+    orphan = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: nowhere}\ndata: {a: b}\n"
+    root = _repo(tmp_path, [GIT, _ks()], {"cm.yaml": orphan})
+    (root / "standalone").mkdir()
+    (root / "standalone" / "hr.yaml").write_text(BASE + "---\n" + hr)
+    result = CliRunner().invoke(
+        app, ["simulate", str(root), "--chart", f"web={CHART}", "-p", "kind", "--repository-root", str(root)],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 1, result.output
+    assert 'ConfigMap/nowhere/x not found: namespaces "nowhere" not found' in result.output
+    assert "FAIL 1 Ready of 1 HelmRelease under kind; 1 Kustomization not Ready" in result.output

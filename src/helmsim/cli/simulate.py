@@ -138,7 +138,7 @@ def simulate_cmd(
         unmapped_ready_after=options.seconds(unmapped_ready_after, UNMAPPED_READY_AFTER, "--unmapped-ready-after"),
         prepared=charts,
     )
-    failed = any(o.simulated and o.outcome != "Ready" for o in result.releases)
+    failed = report.run_failed(result)
     if fmt is SimFormat.json:
         emit(report.to_json(result, config=cfg.source), output)
     elif fmt is SimFormat.html:

@@ -162,10 +162,22 @@ def _verdict(o: ReleaseOutcome) -> str:
     return f"{o.outcome}{attempts}{at}"
 
 
+def failing_kustomizations(result: SimulationResult) -> list[Any]:
+    """The Kustomizations that end Ready=False (a suspended one, never reconciled, is not)."""
+    return [k for k in result.kustomizations if k.ready == "False"]
+
+
+def run_failed(result: SimulationResult) -> bool:
+    """What ``simulate`` exits 1 for: a simulated HelmRelease that is not Ready, or a
+    Kustomization that fails (its objects are not applied, or not healthy)."""
+    return any(o.simulated and o.outcome != "Ready" for o in result.releases) or bool(failing_kustomizations(result))
+
+
 def summary_line(result: SimulationResult) -> Text:
     """``FAIL 1 Stalled, 4 Blocked, 1 Ready of 6 HelmReleases under kind (5 not simulated)``:
-    FAIL exactly when ``simulate`` exits 1 (a simulated release is not Ready)."""
-    failed = any(o.simulated and o.outcome != "Ready" for o in result.releases)
+    FAIL exactly when ``simulate`` exits 1 (:func:`run_failed`)."""
+    failed = run_failed(result)
+    bad_ks = len(failing_kustomizations(result))
     counts: dict[str, int] = {}
     for o in result.releases:
         counts[o.outcome] = counts.get(o.outcome, 0) + 1
@@ -177,6 +189,7 @@ def summary_line(result: SimulationResult) -> Text:
         ("FAIL" if failed else "PASS", "bold red" if failed else "bold green"),
         f" {text} of {counted(n, 'HelmRelease')} under {safe_text(result.profile)}",
         f" ({guessed} not simulated)" if guessed else "",
+        f"; {counted(bad_ks, 'Kustomization')} not Ready" if bad_ks else "",
     )
 
 
