@@ -28,11 +28,19 @@ def test_every_constraint_with_the_webhooks_text_containers_before_init_containe
                 "name": "falcon-node-sensor",
                 "securityContext": {"privileged": True, "capabilities": {"add": ["SYS_ADMIN", "NET_RAW", "NET_ADMIN"]}},
                 "ports": [{"containerPort": 8125}],
-                "volumeMounts": [{"name": "proc", "mountPath": "/host/proc", "readOnly": True}, {"name": "logs", "mountPath": "/var/log"}],
+                "volumeMounts": [
+                    {"name": "proc", "mountPath": "/host/proc", "readOnly": True},
+                    {"name": "logs", "mountPath": "/var/log"},
+                    {"name": "cni", "mountPath": "/opt/cni/bin"},
+                ],
             }
         ],
         "initContainers": [{"name": "init-falconstore", "securityContext": {"privileged": True}}],
-        "volumes": [{"name": "proc", "hostPath": {"path": "/proc"}}, {"name": "logs", "hostPath": {"path": "/var/log"}}],
+        "volumes": [
+            {"name": "proc", "hostPath": {"path": "/proc"}},
+            {"name": "logs", "hostPath": {"path": "/var/log"}},
+            {"name": "cni", "hostPath": {"path": "/opt/cni/bin"}},
+        ],
     }
     assert warden.violations(spec) == {
         "[denied by autogke-default-linux-capabilities]": [
@@ -48,12 +56,40 @@ def test_every_constraint_with_the_webhooks_text_containers_before_init_containe
             "container init-falconstore is privileged; not allowed in Autopilot",
         ],
         "[denied by autogke-no-host-port]": ["container falcon-node-sensor specifies host ports [8125], which are disallowed in Autopilot."],
+        # writable mounts first, whatever their path, then read-only ones outside /var/log/
+        # (istio/istio.io#16266: a writable /opt/cni/bin is "write mode", a read-only /proc "path")
         "[denied by autogke-no-write-mode-hostpath]": [
+            "hostPath volume logs in container falcon-node-sensor is accessed in write mode; disallowed in Autopilot.",
+            "hostPath volume cni in container falcon-node-sensor is accessed in write mode; disallowed in Autopilot.",
             "hostPath volume proc used in container falcon-node-sensor uses path /proc which is not allowed in Autopilot. "
             "Allowed path prefixes for hostPath volumes are: [/var/log/].",
-            "hostPath volume logs in container falcon-node-sensor is accessed in write mode; disallowed in Autopilot.",
         ],
     }
+
+
+def test_a_templates_host_network_ports_are_not_host_ports_but_a_pods_are() -> None:
+    """defaultHostNetworkPorts runs on Pods only since 1.28 (kubeshark/kubeshark#1425's denial of
+    a hostNetwork DaemonSet has no autogke-no-host-port entry)."""
+    spec = {"hostNetwork": True, "containers": [{"name": "agent", "ports": [{"containerPort": 9100}]}]}
+    assert "[denied by autogke-no-host-port]" not in warden.violations(spec, pod=False)
+    assert warden.violations(spec)["[denied by autogke-no-host-port]"] == [
+        "container agent specifies host ports [9100], which are disallowed in Autopilot."
+    ]
+
+
+def test_users_may_not_write_to_the_managed_kube_system_namespace() -> None:
+    """prometheus-community/helm-charts#4833, cert-manager#3713: Autopilot's authorizer refuses
+    a release's objects in kube-system; the platform's own controllers write there."""
+    sim = build_cluster(load_profile("gke-autopilot"), namespaces=[])
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "leader", "namespace": "kube-system"}}
+    with pytest.raises(ApiError) as err:
+        sim.store.create(role, actor="helm")
+    assert err.value.message == (
+        'roles.rbac.authorization.k8s.io "leader" is forbidden: User "system:serviceaccount:flux-system:helm-controller" '
+        'cannot create resource "roles" in API group "rbac.authorization.k8s.io" in the namespace "kube-system": '
+        'GKEAutopilot authz: the namespace "kube-system" is managed and the request\'s verb "create" is denied'
+    )
+    sim.store.create(role, actor="kube-controller-manager")
 
 
 def _deployment(spec: dict[str, Any]) -> dict[str, Any]:

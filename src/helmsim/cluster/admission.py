@@ -105,7 +105,7 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         if refused is not None:
             raise forbidden_pod(out, refused)
         podsecurity.admit(sim, out)
-    warden.check(sim, out)  # a managed platform's own validating webhook (GKE Autopilot)
+    warden.check(sim, out, sim.store.acting)  # a managed platform's own admission (GKE Autopilot)
     call_webhooks(sim, out, ("ValidatingWebhookConfiguration",))
     quota.admit(sim, out)
     return out

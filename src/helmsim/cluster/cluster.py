@@ -113,5 +113,5 @@ def _validate_update(sim: Simulation, obj: Mapping[str, Any]) -> None:
     """What the API server checks on an update or apply of a changed spec: the cross-field
     validation, and a managed platform's validating webhook (GKE Autopilot's Warden)."""
     validate_spec(obj)
-    warden.check(sim, obj)
+    warden.check(sim, obj, sim.store.acting)
 

@@ -248,6 +248,8 @@ class Store:
         self.admission: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
         """Called on every create (API server admission); may mutate, or raise ApiError."""
         self.validation: Callable[[Mapping[str, Any]], None] | None = None
+        self.acting = ""
+        """Who the write under admission or validation is made by (its ``actor``)."""
         """Called on every update and apply of an existing object (the API server's update
         validation); raises ApiError."""
         self.availability: Availability | None = None
@@ -357,6 +359,7 @@ class Store:
             group = _group(obj)
             res = _resource_name(kind) + (f".{group}" if group else "")
             raise ApiError("AlreadyExists", f'{res} "{name}" already exists')
+        self.acting = actor
         new = clone(dict(obj)) if self.admission is None else self.admission(obj)
         meta = new.setdefault("metadata", {})
         self._uid += 1
@@ -406,6 +409,7 @@ class Store:
             merged["status"] = live["status"]
         spec_changed = _without_meta(live) != _without_meta(merged)
         if spec_changed and self.validation is not None:
+            self.acting = actor
             self.validation(merged)
         if spec_changed:
             merged["metadata"]["generation"] = int(live["metadata"].get("generation", 1)) + 1
@@ -428,6 +432,7 @@ class Store:
         if "status" in live and "status" not in new:
             new["status"] = live["status"]
         if self.validation is not None:
+            self.acting = actor
             self.validation(new)
         self._bump(new)
         self._objects[key] = new

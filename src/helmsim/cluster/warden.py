@@ -72,8 +72,9 @@ def _containers(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
                 yield c
 
 
-def violations(spec: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Constraint → the webhook's messages for ``spec`` (empty: admitted)."""
+def violations(spec: Mapping[str, Any], *, pod: bool = True) -> dict[str, list[str]]:
+    """Constraint → the webhook's messages for ``spec`` (empty: admitted); ``pod``: the spec is
+    a Pod's (decoding made a hostNetwork pod's container ports host ports), not a template's."""
     out: dict[str, list[str]] = {}
 
     def add(constraint: str, message: str) -> None:
@@ -95,13 +96,14 @@ def violations(spec: Mapping[str, Any]) -> dict[str, list[str]]:
     for c in _containers(spec):
         if _map(c.get("securityContext")).get("privileged") is True:
             add("autogke-disallow-privilege", f"container {c.get('name')} is privileged; not allowed in Autopilot")
-    host_network = spec.get("hostNetwork") is True
+    # pkg/apis/core/v1/defaults.go defaultHostNetworkPorts: on Pods only since 1.28 (the
+    # DefaultHostNetworkHostPortsInPodTemplates gate is off for templates)
+    host_network = spec.get("hostNetwork") is True and pod
     for c in _containers(spec):
         ports = []
         for p in _seq(c.get("ports")):
             if not isinstance(p, Mapping):
                 continue
-            # pkg/apis/core/v1/defaults.go defaultHostNetworkPorts: hostPort defaults to the containerPort
             port = p.get("hostPort") or (p.get("containerPort") if host_network else None)
             if port:
                 ports.append(str(port))
@@ -117,21 +119,24 @@ def violations(spec: Mapping[str, Any]) -> dict[str, list[str]]:
     }
     prefixes = ", ".join(HOSTPATH_PREFIXES)
     for c in _containers(spec):
-        for m in _seq(c.get("volumeMounts")):
+        mounts = [m for m in _seq(c.get("volumeMounts")) if str(_map(m).get("name")) in host_paths]
+        # the webhook reports writable mounts first (whatever their path), then read-only ones on
+        # paths outside the allowed prefixes (istio/istio.io#16266, lfn-cnti#1675)
+        for m in mounts:
+            if _map(m).get("readOnly") is not True:
+                add(
+                    "autogke-no-write-mode-hostpath",
+                    f"hostPath volume {_map(m).get('name')} in container {c.get('name')} is accessed in write mode; "
+                    "disallowed in Autopilot.",
+                )
+        for m in mounts:
             name = str(_map(m).get("name"))
-            if name not in host_paths:
-                continue
             path = host_paths[name]
-            if not (path.rstrip("/") + "/").startswith(HOSTPATH_PREFIXES):
+            if _map(m).get("readOnly") is True and not (path.rstrip("/") + "/").startswith(HOSTPATH_PREFIXES):
                 add(
                     "autogke-no-write-mode-hostpath",
                     f"hostPath volume {name} used in container {c.get('name')} uses path {path} which is not allowed in "
                     f"Autopilot. Allowed path prefixes for hostPath volumes are: [{prefixes}].",
-                )
-            elif _map(m).get("readOnly") is not True:
-                add(
-                    "autogke-no-write-mode-hostpath",
-                    f"hostPath volume {name} in container {c.get('name')} is accessed in write mode; disallowed in Autopilot.",
                 )
     return out
 
@@ -147,14 +152,40 @@ def enforced(sim: Simulation) -> bool:
     return AUTOPILOT in (getattr(sim.profile, "admission_policies", None) or ())
 
 
-def check(sim: Simulation, obj: Mapping[str, Any]) -> None:
-    """Raise the webhook's denial (``ApiError``) when ``obj`` violates Autopilot's constraints."""
-    if obj.get("kind") not in WORKLOAD_KINDS or not enforced(sim):
+MANAGED_NAMESPACES = ("kube-system",)
+# the writers whose requests Autopilot's authorizer judges (the platform's own controllers are
+# allowed in its managed namespaces)
+_USER_ACTORS = {"helm": "system:serviceaccount:flux-system:helm-controller",
+                "kustomize-controller": "system:serviceaccount:flux-system:kustomize-controller"}
+
+
+def check(sim: Simulation, obj: Mapping[str, Any], actor: str = "") -> None:
+    """Raise the webhook's denial (``ApiError``) when ``obj`` violates Autopilot's constraints,
+    or Autopilot's authorizer's when a user writes to a namespace it manages."""
+    if not enforced(sim):
+        return
+    namespace = str(_map(obj.get("metadata")).get("namespace") or "")
+    if namespace in MANAGED_NAMESPACES and actor in _USER_ACTORS:
+        from helmsim.cluster.controllers.crd import resource_name
+
+        api_version = str(obj.get("apiVersion") or "")
+        group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+        resource = resource_name(sim, api_version, str(obj.get("kind") or ""))
+        qualified = resource + (f".{group}" if group else "")
+        name = _map(obj.get("metadata")).get("name")
+        # GKE Autopilot's authorizer (prometheus-community/helm-charts#4833, cert-manager#3713)
+        raise ApiError(
+            "Forbidden",
+            f'{qualified} "{name}" is forbidden: User "{_USER_ACTORS[actor]}" cannot create resource "{resource}" in API '
+            f'group "{group}" in the namespace "{namespace}": GKEAutopilot authz: the namespace "{namespace}" is managed '
+            "and the request's verb \"create\" is denied",
+        )
+    if obj.get("kind") not in WORKLOAD_KINDS:
         return
     spec = pod_spec_of(obj)
     if spec is None:
         return
-    found = violations(spec)
+    found = violations(spec, pod=obj.get("kind") == "Pod")
     if found:
         raise ApiError(
             "Forbidden",

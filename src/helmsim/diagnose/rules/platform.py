@@ -6,12 +6,15 @@ HS125 autopilot-constraint-violation
     outside ``/var/log/`` or mounted writable, capabilities beyond Autopilot's set. Helm's apply
     of the workload fails at once (``admission webhook "warden-validating…" denied the
     request``); the finding lists each constraint with the webhook's text and what to change.
+    Also reported: an object in the namespace Autopilot manages (``kube-system``), which its
+    authorizer refuses (``GKEAutopilot authz: the namespace "kube-system" is managed``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from helmsim.cluster import warden
 from helmsim.diagnose.context import ProfileRun
@@ -29,6 +32,27 @@ _ADVICE = {
 }
 
 
+_AUTHZ = "GKEAutopilot authz: the namespace"
+
+
+def _managed_namespace(run: ProfileRun, hr_ref: str, owner: str, first: Any, text: str) -> Candidate:
+    """A release object in a namespace Autopilot manages (kube-system): its authorizer refuses it."""
+    ready = run.ready(hr_ref)
+    namespace = owner.split("/")[1] if owner.count("/") >= 2 else "kube-system"
+    msg = (
+        f"{owner} is refused by GKE Autopilot's authorizer: the namespace {namespace} is managed by the platform "
+        f"({text.split(' is forbidden: ', 1)[-1]})" + (f" The release ends {run.outcome(hr_ref).outcome}." if not ready else "")
+    )
+    chain: list[Step] = [step(first, f"Helm: {text}")]
+    if not ready:
+        chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
+    fix = Fix(
+        f"create it in another namespace (the chart's values for {namespace} objects, e.g. cert-manager's "
+        "global.leaderElection.namespace, kube-prometheus-stack's kubeControllerManager/kubeScheduler/kubeEtcd/kubeProxy/coreDns)"
+    )
+    return Candidate("HS125", hr_ref, owner, Severity.error if not ready else Severity.warning, msg, chain, [fix], run.variant)
+
+
 @rule(
     "HS125",
     "autopilot-constraint-violation",
@@ -36,12 +60,15 @@ _ADVICE = {
 )
 def autopilot_constraint_violation(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
-    for owner, evs in run.refusals(lambda text: warden.WEBHOOK in text).items():
+    for owner, evs in run.refusals(lambda text: warden.WEBHOOK in text or _AUTHZ in text).items():
         located = run.resource(owner)
         if located is None:
             continue
         hr_ref, res = located
         first, text = evs[0]
+        if _AUTHZ in text:
+            out.append(_managed_namespace(run, hr_ref, owner, first, text))
+            continue
         m = _DETAILS.search(text)
         try:
             details = json.loads(m["json"]) if m else {}
