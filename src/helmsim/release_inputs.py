@@ -228,17 +228,26 @@ def _kustomizations(
 def _target_namespaces(
     tree: flux_inputs.FluxTree, root: Callable[[], Path | None], target: str
 ) -> flux_inputs.FluxTree:
-    """The HelmReleases a Kustomization with ``spec.targetNamespace`` applies, in that namespace
-    (kustomize's namespace transformer, which kustomize-controller's generator configures:
-    internal/generator kustomize_generator.go)."""
+    """What a Kustomization with ``spec.targetNamespace`` applies, HelmReleases and namespaced
+    objects alike, in that namespace (kustomize's namespace transformer, which
+    kustomize-controller's generator configures: internal/generator kustomize_generator.go)."""
+    from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
+
     units = _kustomizations(tree, root, target)
     by_owner = {hr: u.ks.spec.target_namespace for u in units if u.ks.spec.target_namespace for hr in u.helmreleases}
-    if not by_owner:
+    moved = {id(o): u.ks.spec.target_namespace for u in units if u.ks.spec.target_namespace for o in u.objects}
+    if not by_owner and not moved:
         return tree
     hrs = tuple(
         hr.model_copy(update={"namespace": by_owner[hr.ref]}) if hr.ref in by_owner else hr for hr in tree.helmreleases
     )
-    return flux_inputs.FluxTree(hrs, tree.objects, tree.sources)
+    objects = tuple(
+        {**o, "metadata": {**(o.get("metadata") or {}), "namespace": moved[id(o)]}}
+        if id(o) in moved and isinstance(o.get("metadata"), dict) and o.get("kind") not in CLUSTER_SCOPED_KINDS
+        else o
+        for o in tree.objects
+    )
+    return flux_inputs.FluxTree(hrs, objects, tree.sources)
 
 
 def _post_build(

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helmsim.cluster.cluster import build_cluster
 from helmsim.cluster.engine import Simulation
@@ -177,3 +179,35 @@ def test_limits_count_sidecars_and_overhead_and_limit_ranges_bound_init_containe
     assert _refused(per_pod, {**init, "metadata": {"name": "c", "namespace": "apps"}}) == (
         'pods "c" is forbidden: maximum memory usage per Pod is 150Mi, but limit is 192Mi.'
     )
+
+
+def test_every_quotas_must_specify_is_checked_before_any_usage() -> None:
+    """controller.go CheckRequest: a pod that sets no cpu request is refused by the quota that
+    tracks it, even when another quota (sorted first) would also be exceeded."""
+    sim = _sim(_quota({"pods": "0"}, name="a"), _quota({"requests.cpu": "1"}, name="b"))
+    assert _refused(sim, _pod("p")) == 'pods "p" is forbidden: failed quota: b: must specify requests.cpu for: app'
+
+
+def test_usage_is_kept_by_the_stores_writes() -> None:
+    """The ledger follows deletes and phase changes, as the quota controller recounts."""
+    sim = _sim(_quota({"pods": "1"}))
+    assert _refused(sim, _pod("a")) is None
+    assert _refused(sim, _pod("b")) is not None
+    sim.store.delete("Pod", "apps", "a", actor="test")
+    assert _refused(sim, _pod("b")) is None
+    assert sim.store.update_status("Pod", "apps", "b", {"phase": "Failed"}, actor="test") is not None
+    assert _refused(sim, _pod("c")) is None
+
+
+@given(
+    st.dictionaries(st.sampled_from(["hard", "scopes", "scopeSelector"]), st.none() | st.integers() | st.text(max_size=3) | st.lists(st.integers(), max_size=2), max_size=3),
+    st.dictionaries(st.sampled_from(["limits", "type"]), st.none() | st.integers() | st.lists(st.none() | st.integers() | st.dictionaries(st.sampled_from(["type", "max", "default"]), st.none() | st.integers(), max_size=2), max_size=2), max_size=2),
+)
+@settings(max_examples=60, deadline=None)
+def test_malformed_quotas_and_limit_ranges_never_raise_anything_but_a_refusal(quota_spec: dict[str, Any], lr_spec: dict[str, Any]) -> None:
+    sim = _sim(
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "apps"}, "spec": quota_spec},
+        {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "apps"}, "spec": lr_spec},
+    )
+    message = _refused(sim, _pod("p", SIZED))
+    assert message is None or message.startswith('pods "p" is ')

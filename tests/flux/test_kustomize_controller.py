@@ -191,3 +191,21 @@ def test_a_failing_kustomization_fails_the_run_even_when_every_helmrelease_is_re
     assert result.exit_code == 1, result.output
     assert 'ConfigMap/nowhere/x not found: namespaces "nowhere" not found' in result.output
     assert "FAIL 1 Ready of 1 HelmRelease under kind; 1 Kustomization not Ready" in result.output
+
+
+def test_comments_are_not_substituted_and_target_namespace_moves_the_values_source(tmp_path: Path) -> None:
+    """kustomize-controller substitutes the re-serialised object (no comments); the namespace
+    transformer moves the ConfigMap a HelmRelease's valuesFrom names along with it."""
+    ks = _ks({"substitute": {"greeting": "hi"}})
+    ks["spec"]["targetNamespace"] = "other"
+    hr = HR.replace("  values:\n", "  # set by Flux: ${cluster_name}\n  valuesFrom:\n  - {kind: ConfigMap, name: web-values}\n  values:\n")
+    cm = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-values, namespace: apps}\ndata: {values.yaml: 'replicas: 3'}\n"
+    root = _repo(tmp_path, [GIT, ks], {"base.yaml": BASE, "hr.yaml": hr + cm})
+    result = _simulate(root)
+    [ks_outcome] = result.kustomizations
+    assert ks_outcome.ready == "True", ks_outcome.message
+    [release] = result.releases
+    assert (release.namespace, release.outcome) == ("other", "Ready")
+    assert result.sim is not None
+    deployment = result.sim.store.get("Deployment", "other", "web")
+    assert deployment is not None and deployment["spec"]["replicas"] == 2  # ${replicas:=2} in spec.values wins

@@ -69,6 +69,9 @@ class Simulation:
         self.catalog: Sequence[Any] | None = catalog
         self.faults: Faults | None = faults
         self.network: NetworkState | None = None
+        self.quota_ledger: Any = None
+        """What the objects of each namespace charge its ResourceQuotas, kept by store writes
+        (``helmsim.cluster.quota.Ledger``, made on the first quota admission)."""
         self.external_state: set[str] = set()
         """State programs left outside the cluster (a catalog entry's ``writes``: a database
         schema migrated) and facts of the cluster's setup (kubelet serving certificates signed by

@@ -36,27 +36,29 @@ def _map(v: Any) -> Mapping[str, Any]:
 
 def _items(sim: Simulation, namespace: str) -> Iterator[Mapping[str, Any]]:
     for lr in sim.store.list("LimitRange", namespace):
-        for item in (_map(lr.get("spec")).get("limits") or ()):
+        limits = _map(lr.get("spec")).get("limits")
+        for item in limits if isinstance(limits, list) else ():
             if isinstance(item, Mapping):
                 yield item
 
 
 def _defaulted(item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(default limits, default requests) of a Container item (SetDefaults_LimitRangeItem)."""
-    default = dict(_map(item.get("default")))
-    request = dict(_map(item.get("defaultRequest")))
+    default = {str(k): v for k, v in _map(item.get("default")).items()}
+    request = {str(k): v for k, v in _map(item.get("defaultRequest")).items()}
     for key, v in _map(item.get("max")).items():
-        default.setdefault(key, v)
+        default.setdefault(str(key), v)
     for key, v in default.items():
         request.setdefault(key, v)
     for key, v in _map(item.get("min")).items():
-        request.setdefault(key, v)
+        request.setdefault(str(key), v)
     return default, request
 
 
 def _containers(spec: Mapping[str, Any], *, init: bool = True) -> Iterator[dict[str, Any]]:
     for field in ("containers", "initContainers") if init else ("containers",):
-        for c in spec.get(field) or ():
+        found = spec.get(field)
+        for c in found if isinstance(found, list) else ():
             if isinstance(c, dict):
                 yield c
 
@@ -78,8 +80,9 @@ def mutate(sim: Simulation, pod: dict[str, Any]) -> None:
     if not isinstance(spec, dict):
         return
     notes: list[str] = []
+    inits = spec.get("initContainers")
     for c, label in [(c, "container") for c in _containers(spec, init=False)] + [
-        (c, "init container") for c in spec.get("initContainers") or () if isinstance(c, dict)
+        (c, "init container") for c in (inits if isinstance(inits, list) else ()) if isinstance(c, dict)
     ]:
         resources = c.get("resources")
         if not isinstance(resources, dict):
@@ -90,8 +93,8 @@ def mutate(sim: Simulation, pod: dict[str, Any]) -> None:
         # pkg/apis/core/v1/defaults.go SetDefaults_Pod ran first: requests default to limits
         for key, v in list(have_l.items()):
             have_r.setdefault(key, v)
-        set_r = sorted(k for k in requests if k not in have_r)
-        set_l = sorted(k for k in limits if k not in have_l)
+        set_r = sorted((k for k in requests if k not in have_r), key=str)
+        set_l = sorted((k for k in limits if k not in have_l), key=str)
         for key in set_r:
             have_r[key] = requests[key]
         for key in set_l:
@@ -182,10 +185,10 @@ def validate(sim: Simulation, pod: Mapping[str, Any]) -> str | None:
     spec = _map(pod.get("spec"))
     errs: list[str] = []
     def lists(init: bool) -> list[tuple[dict[str, tuple[Decimal, str]], dict[str, tuple[Decimal, str]]]]:
-        field = "initContainers" if init else "containers"
+        field = spec.get("initContainers" if init else "containers")
         return [
             (_quantities(_map(c.get("resources")).get("requests")), _quantities(_map(c.get("resources")).get("limits")))
-            for c in spec.get(field) or ()
+            for c in (field if isinstance(field, list) else ())
             if isinstance(c, Mapping)
         ]
 

@@ -10,10 +10,10 @@ ResourceQuota whose scopes match the object:
 * usage plus the object's usage over ``hard`` is refused: ``exceeded quota: <name>, requested:
   requests.cpu=500m, used: requests.cpu=1800m, limited: requests.cpu=2``.
 
-Usage is what the namespace holds when the object is created (the quota controller's
-``status.used`` plus what admission charged since, which upstream keeps exact): pods in a
-terminal phase, or deleted with their grace period over, count only for ``count/pods``
-(pods.go QuotaV1Pod). Quota scopes (Terminating, NotTerminating, BestEffort, NotBestEffort,
+Usage is what the namespace holds when the object is created, kept by a :class:`Ledger` that
+follows the store's writes (upstream: the quota controller's ``status.used`` plus what admission
+charged since); the limits are each quota's ``spec.hard``. Pods in a terminal phase count only
+for ``count/pods`` (pods.go QuotaV1Pod). Quota scopes (Terminating, NotTerminating, BestEffort, NotBestEffort,
 PriorityClass, CrossNamespacePodAffinity) select pods; a quota with scopes tracks nothing else.
 """
 
@@ -49,6 +49,10 @@ _NATIVE = ("cpu", "memory", "ephemeral-storage")
 
 def _map(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
+
+
+def _seq(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
 
 
 def _count_name(sim: Simulation, obj: Mapping[str, Any]) -> str:
@@ -98,7 +102,7 @@ def _pod_counts(pod: Mapping[str, Any]) -> bool:
 
 def usage(sim: Simulation, obj: Mapping[str, Any]) -> Usage:
     """What ``obj`` charges against a quota (the evaluators' Usage)."""
-    kind = obj.get("kind")
+    kind = str(obj.get("kind") or "")
     out: Usage = {_count_name(sim, obj): Decimal(1)}
     if kind in _LEGACY_COUNTS and obj.get("apiVersion") == "v1":
         out[_LEGACY_COUNTS[str(kind)]] = Decimal(1)
@@ -123,7 +127,7 @@ def usage(sim: Simulation, obj: Mapping[str, Any]) -> Usage:
     elif kind == "Service":
         # services.go Usage: load balancers, and node ports of NodePort and LoadBalancer Services
         kind_of = spec.get("type") or "ClusterIP"
-        ports = len([p for p in spec.get("ports") or () if isinstance(p, Mapping)])
+        ports = len([p for p in _seq(spec.get("ports")) if isinstance(p, Mapping)])
         if kind_of == "LoadBalancer":
             out["services.loadbalancers"] = Decimal(1)
             if spec.get("allocateLoadBalancerNodePorts") is not False:
@@ -156,7 +160,7 @@ def _matches_scope(selector: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     if name == "PriorityClass":
         cls = str(spec.get("priorityClassName") or "")
         op = selector.get("operator")
-        values = [str(v) for v in selector.get("values") or ()]
+        values = [str(v) for v in _seq(selector.get("values"))]
         if op == "Exists":
             return bool(cls)
         if op == "DoesNotExist":
@@ -170,8 +174,8 @@ def _matches_scope(selector: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
         affinity = _map(spec.get("affinity"))
         for side in ("podAffinity", "podAntiAffinity"):
             a = _map(affinity.get(side))
-            terms = list(a.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
-            terms += [_map(t).get("podAffinityTerm") for t in a.get("preferredDuringSchedulingIgnoredDuringExecution") or ()]
+            terms = list(_seq(a.get("requiredDuringSchedulingIgnoredDuringExecution")))
+            terms += [_map(t).get("podAffinityTerm") for t in _seq(a.get("preferredDuringSchedulingIgnoredDuringExecution"))]
             if any(_map(t).get("namespaces") or _map(t).get("namespaceSelector") is not None for t in terms):
                 return True
         return False
@@ -184,7 +188,7 @@ def _selectors(quota: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     given = spec.get("scopes")
     scopes: list[Any] = given if isinstance(given, list) else []
     out: list[Mapping[str, Any]] = [{"scopeName": s, "operator": "Exists"} for s in scopes]
-    out += [e for e in _map(spec.get("scopeSelector")).get("matchExpressions") or () if isinstance(e, Mapping)]
+    out += [e for e in _seq(_map(spec.get("scopeSelector")).get("matchExpressions")) if isinstance(e, Mapping)]
     return out
 
 
@@ -251,9 +255,10 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> None:
     kind = str(obj.get("kind") or "")
     count = _count_name(sim, obj)
     delta = {k: v for k, v in usage(sim, obj).items() if v != 0}
-    used: Usage | None = None
-    for quota in sorted(quotas, key=lambda q: str(q["metadata"].get("name"))):
-        name = str(quota["metadata"].get("name"))
+    # controller.go CheckRequest: every matching quota's constraints first, then the usage
+    matching: list[tuple[str, dict[str, tuple[Decimal, str]], list[str]]] = []
+    for quota in sorted(quotas, key=lambda q: str(_map(q.get("metadata")).get("name"))):
+        name = str(_map(quota.get("metadata")).get("name"))
         selectors = _selectors(quota)
         if selectors and (kind != "Pod" or not all(_matches_scope(s, obj) for s in selectors)):
             continue  # generic.Matches: every scope must match; only pods have scopes
@@ -265,6 +270,9 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> None:
             reason = _missing(obj, set(tracked))
             if reason is not None:
                 raise _forbidden(sim, obj, f"failed quota: {name}: {reason}")
+        matching.append((name, hard, tracked))
+    used: Usage | None = None
+    for name, hard, tracked in matching:
         requested = {k: v for k, v in delta.items() if k in tracked}
         if not requested:
             continue
@@ -285,7 +293,7 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> None:
 def _binary_request(obj: Mapping[str, Any], name: str) -> bool:
     resource = name.split(".", 1)[1] if name.startswith(("requests.", "limits.")) else name
     for field in ("containers", "initContainers"):
-        for c in _map(obj.get("spec")).get(field) or ():
+        for c in _seq(_map(obj.get("spec")).get(field)):
             res = _map(_map(c).get("resources"))
             for part in ("requests", "limits"):
                 if is_binary(_map(res.get(part)).get(resource)):
@@ -293,15 +301,47 @@ def _binary_request(obj: Mapping[str, Any], name: str) -> bool:
     return is_binary(_map(_map(_map(obj.get("spec")).get("resources")).get("requests")).get("storage"))
 
 
+class Ledger:
+    """What the objects of each (kind, apiVersion, namespace) charge, kept up to date by the
+    store's writes of the kinds a quota was asked about (the quota controller's status.used and
+    admission's running total, without recounting the namespace on every create)."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.totals: dict[tuple[str, str, str], Usage] = {}
+        self.charged: dict[tuple[str, str, str, str], tuple[tuple[str, str, str], Usage]] = {}
+        self.kinds: set[str] = set()
+
+    def total(self, kind: str, api_version: str, namespace: str) -> Usage:
+        if kind not in self.kinds:
+            self.kinds.add(kind)
+            for obj in self.sim.store.list(kind):
+                self._charge("ADDED", obj)
+            self.sim.store.watch([kind], self._charge)
+        return self.totals.get((kind, api_version, namespace), {})
+
+    def _charge(self, event: str, obj: Mapping[str, Any]) -> None:
+        meta = _map(obj.get("metadata"))
+        where = (str(obj.get("kind") or ""), str(obj.get("apiVersion") or ""), str(meta.get("namespace") or ""))
+        key = (*where, str(meta.get("name") or ""))
+        before = self.charged.pop(key, None)
+        totals = self.totals.setdefault(where, {})
+        if before is not None:
+            for k, v in before[1].items():
+                totals[k] = totals.get(k, Decimal(0)) - v
+        if event != "DELETED":
+            now = usage(self.sim, obj)
+            self.charged[key] = (where, now)
+            for k, v in now.items():
+                totals[k] = totals.get(k, Decimal(0)) + v
+
+
 def _namespace_usage(sim: Simulation, namespace: str, kind: str, obj: Mapping[str, Any]) -> Usage:
     """What the namespace's objects of ``obj``'s kind already charge."""
-    total: Usage = {}
-    for other in sim.store.list(kind, namespace):
-        if other.get("apiVersion") != obj.get("apiVersion"):
-            continue
-        for k, v in usage(sim, other).items():
-            total[k] = total.get(k, Decimal(0)) + v
-    return total
+    if sim.quota_ledger is None:
+        sim.quota_ledger = Ledger(sim)
+    ledger: Ledger = sim.quota_ledger
+    return ledger.total(kind, str(obj.get("apiVersion") or ""), namespace)
 
 
 def _forbidden(sim: Simulation, obj: Mapping[str, Any], reason: str) -> ApiError:

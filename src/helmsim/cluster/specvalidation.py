@@ -126,14 +126,15 @@ def resource_errors(obj: Mapping[str, Any]) -> list[str]:
     prefix = ".".join(path)
     errors: list[str] = []
     for field in ("containers", "initContainers"):  # ValidatePodSpec: containers, then init containers
-        for i, c in enumerate(spec.get(field) or ()):
+        found = spec.get(field)
+        for i, c in enumerate(found if isinstance(found, list) else ()):
             resources = c.get("resources") if isinstance(c, Mapping) else None
             if not isinstance(resources, Mapping):
                 continue
             requests, limits = resources.get("requests"), resources.get("limits")
             if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
                 continue
-            for name in sorted(set(requests) & set(limits)):
+            for name in sorted(set(requests) & set(limits), key=str):
                 try:
                     req, lim = parse_quantity(requests[name]), parse_quantity(limits[name])
                 except ValueError:

@@ -180,7 +180,7 @@ def check(sim: Simulation, obj: Mapping[str, Any], actor: str = "") -> None:
             f'group "{group}" in the namespace "{namespace}": GKEAutopilot authz: the namespace "{namespace}" is managed '
             "and the request's verb \"create\" is denied",
         )
-    if obj.get("kind") not in WORKLOAD_KINDS:
+    if str(obj.get("kind") or "") not in WORKLOAD_KINDS:
         return
     spec = pod_spec_of(obj)
     if spec is None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.profile import ClusterProfile
 from helmsim.cluster.store import controller_of
+from helmsim.kube.scope import guess_plural
 from helmsim.cluster.trace import Trace, TraceEvent
 from helmsim.diagnose.model import Location, Step, step
 from helmsim.helm.actions import ChartRelease
@@ -245,7 +246,7 @@ class ProfileRun:
             elif m is not None and matches(m["reason"]):
                 plural = m["resource"].split(".", 1)[0]
                 res = next(
-                    (r for r in self.resources(hr_ref) if r.name == m["name"] and plural.startswith(r.kind.lower())),
+                    (r for r in self.resources(hr_ref) if r.name == m["name"] and plural == guess_plural(r.kind)),
                     None,
                 )
                 text = error[m.start():]

@@ -41,17 +41,20 @@ def variables(ks: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> di
     post = spec.get("postBuild") if isinstance(spec, Mapping) else None
     if not isinstance(post, Mapping):
         return {}
-    namespace = str((ks.get("metadata") or {}).get("namespace") or "default")
+    raw_meta = ks.get("metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
+    namespace = str(meta.get("namespace") or "default")
     out: dict[str, str] = {}
-    for ref in post.get("substituteFrom") or ():
+    refs = post.get("substituteFrom")
+    for ref in refs if isinstance(refs, list) else ():
         if not isinstance(ref, Mapping):
             continue
         kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
         obj = next(
             (
                 o for o in objects
-                if o.get("kind") == kind and (o.get("metadata") or {}).get("name") == name
-                and ((o.get("metadata") or {}).get("namespace") or namespace) == namespace
+                if o.get("kind") == kind and isinstance(o.get("metadata"), Mapping) and o["metadata"].get("name") == name
+                and (o["metadata"].get("namespace") or namespace) == namespace
             ),
             None,
         )
@@ -62,7 +65,10 @@ def variables(ks: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> di
         raw = obj.get("data")
         data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         for key, value in data.items():
-            text = base64.b64decode(str(value)).decode("utf-8", "replace") if kind == "Secret" else str(value)
+            try:
+                text = base64.b64decode(str(value), validate=True).decode("utf-8", "replace") if kind == "Secret" else str(value)
+            except ValueError:
+                raise BuildError(f"substitute from 'Secret/{name}' error: illegal base64 data in key {key}") from None
             out[str(key)] = text.replace("\n", "")
         if kind == "Secret" and isinstance(obj.get("stringData"), Mapping):
             out.update({str(k): str(v).replace("\n", "") for k, v in obj["stringData"].items()})
@@ -146,6 +152,21 @@ def gvk_name(obj: Mapping[str, Any]) -> str:
     return f"{group or '~G'}_{version}_{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
 
 
+def _without_comments(chunk: str) -> str:
+    """``chunk`` with its comment lines emptied and trailing `` #`` comments cut (on lines
+    without quotes, where a ``#`` cannot be inside a string), the line count unchanged."""
+    out = []
+    for line in chunk.split("\n"):
+        stripped = line.lstrip()
+        if stripped.startswith("#"):
+            out.append("")
+        elif " #" in line and "'" not in line and '"' not in line:
+            out.append(line[: line.index(" #")])
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def substitute_document(chunk: str, source: str, vars: Mapping[str, str]) -> str:
     """One YAML document of a Kustomization's path with its variables substituted (unless the
     object disables it); BuildError names the object as kustomize-controller does."""
@@ -153,7 +174,8 @@ def substitute_document(chunk: str, source: str, vars: Mapping[str, str]) -> str
     if not isinstance(value, Mapping) or disabled(value):
         return chunk
     try:
-        return substitute(chunk, vars)
+        # kustomize-controller substitutes the object as re-serialised YAML: comments are gone
+        return substitute(_without_comments(chunk), vars)
     except BuildError as err:
         raise BuildError(f"post build failed for '{gvk_name(value)}': envsubst error: {err}") from None
 

@@ -65,12 +65,13 @@ def pod_limits(spec: Mapping[str, Any]) -> dict[str, Decimal]:
 
 def _pod_total(spec: Mapping[str, Any], of: Any) -> dict[str, Decimal]:
     total: dict[str, Decimal] = {}
-    for c in spec.get("containers") or ():
+    containers, inits = spec.get("containers"), spec.get("initContainers")
+    for c in containers if isinstance(containers, list) else ():
         if isinstance(c, Mapping):
             _add(total, of(c))
     sidecars: dict[str, Decimal] = {}
     init_peak: dict[str, Decimal] = {}
-    for c in spec.get("initContainers") or ():
+    for c in inits if isinstance(inits, list) else ():
         if not isinstance(c, Mapping):
             continue
         req = of(c)

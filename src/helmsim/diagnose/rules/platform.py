@@ -74,8 +74,12 @@ def autopilot_constraint_violation(run: ProfileRun) -> list[Candidate]:
             details = json.loads(m["json"]) if m else {}
         except ValueError:
             details = {}
-        constraints = [k.removeprefix("[denied by ").removesuffix("]") for k in details]
-        listed = " ".join(f"[{c}] {' '.join(details[f'[denied by {c}]'])}" for c in constraints)
+        groups = {
+            str(k).removeprefix("[denied by ").removesuffix("]"): v if isinstance(v, list) else [v]
+            for k, v in (details.items() if isinstance(details, dict) else ())
+        }
+        constraints = list(groups)
+        listed = " ".join(f"[{c}] {' '.join(str(m) for m in groups[c])}" for c in constraints)
         ready = run.ready(hr_ref)
         msg = (
             f"{owner} is refused by GKE Autopilot's Warden admission ({len(constraints)} "
