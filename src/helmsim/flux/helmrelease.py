@@ -31,28 +31,19 @@ class _Model(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True, frozen=True)
 
 
-class _Remediation(_Model):
+class Remediation(_Model):
+    """api/v2 UpgradeRemediation (``strategy``: rollback, the default, or uninstall) and
+    InstallRemediation, which has no ``strategy`` (an install is remediated by uninstalling;
+    :class:`Spec` refuses the field there)."""
+
     retries: int = 0
     remediate_last_failure: bool | None = Field(default=None, alias="remediateLastFailure")
+    strategy: Literal["rollback", "uninstall"] = "rollback"
     ignore_test_failures: bool | None = Field(default=None, alias="ignoreTestFailures")
 
     def retries_exhausted(self, failures: int) -> bool:
         """api/v2 RetriesExhausted: retries >= 0 and failures > retries (negative = unlimited)."""
         return self.retries >= 0 and failures > self.retries
-
-
-class InstallRemediation(_Remediation):
-    """api/v2 InstallRemediation: an install is remediated by uninstalling (no ``strategy``)."""
-
-    @property
-    def strategy(self) -> Literal["rollback", "uninstall"]:
-        return "uninstall"
-
-
-class Remediation(_Remediation):
-    """api/v2 UpgradeRemediation: ``strategy`` rollback (the default) or uninstall."""
-
-    strategy: Literal["rollback", "uninstall"] = "rollback"
 
 
 class Strategy(_Model):
@@ -90,12 +81,6 @@ class Action(_Model):
     deletion_propagation: Any = Field(default=None, alias="deletionPropagation")
     filters: tuple[TestFilter, ...] | None = None
     """``spec.test.filters`` (api/v2 Test.Filters): test hooks to run or to skip, by name."""
-
-
-class InstallAction(Action):
-    """api/v2 Install: its remediation has no strategy."""
-
-    remediation: InstallRemediation = InstallRemediation()  # type: ignore[assignment]
 
 
 class TestFilter(_Model):
@@ -218,7 +203,7 @@ class Spec(_Model):
     depends_on: tuple[Dependency, ...] = Field(default=(), alias="dependsOn")
     chart: ChartTemplate | None = None
     chart_ref: SourceRef | None = Field(default=None, alias="chartRef")
-    install: InstallAction = InstallAction()
+    install: Action = Action()
     upgrade: Action = Action()
     rollback: Action = Action()
     uninstall: Action = Action()
@@ -366,6 +351,15 @@ def parse_helmrelease(
             **where,
         )
     spec = obj.get("spec") or {}
+    install = spec.get("install") if isinstance(spec, Mapping) else None
+    remediation = install.get("remediation") if isinstance(install, Mapping) else None
+    if isinstance(remediation, Mapping) and "strategy" in remediation:
+        # api/v2 InstallRemediation has no strategy (an install is remediated by uninstalling)
+        loc = ("spec", "install", "remediation", "strategy")
+        at = _field_line(loc, lines, line)
+        raise InputError(
+            f'HelmRelease {name}: unknown field "{".".join(loc)}"', file=source or None, line=at if at is not None else line
+        )
     try:
         hr = HelmRelease(name=name, namespace=namespace, spec=spec, source=source)  # type: ignore[arg-type]  # pydantic validates the mapping into Spec
     except ValidationError as err:
