@@ -211,3 +211,30 @@ def test_malformed_quotas_and_limit_ranges_never_raise_anything_but_a_refusal(qu
     )
     message = _refused(sim, _pod("p", SIZED))
     assert message is None or message.startswith('pods "p" is ')
+
+
+def test_extended_resources_cannot_be_overcommitted() -> None:
+    """ValidateResourceRequirements: a GPU request must equal its limit, and needs one."""
+    sim = _sim()
+    unequal = _refused(sim, _pod("a", {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}))
+    assert unequal is not None and unequal.endswith(
+        'spec.containers[0].resources.requests: Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'
+    )
+    missing = _refused(sim, _pod("b", {"requests": {"nvidia.com/gpu": "1"}}))
+    assert missing is not None and missing.endswith(
+        "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"
+    )
+    assert _refused(sim, _pod("c", {"limits": {"nvidia.com/gpu": "1"}})) is None  # requests default to limits
+
+
+def test_limit_ranges_apply_one_after_another_the_first_default_wins_and_answers() -> None:
+    """admission.go runLimitFunc: each LimitRange in turn; a resource the first one defaults is
+    not defaulted again, and the first one that refuses gives the error."""
+    first = {**_limits({"type": "Container", "default": {"cpu": "300m"}}), "metadata": {"name": "a", "namespace": "apps"}}
+    second = {**_limits({"type": "Container", "default": {"cpu": "100m", "memory": "64Mi"}, "max": {"memory": "32Mi"}}),
+              "metadata": {"name": "b", "namespace": "apps"}}
+    sim = _sim(first, second)
+    assert _refused(sim, _pod("p")) == 'pods "p" is forbidden: maximum memory usage per Container is 32Mi, but limit is 64Mi.'
+    relaxed = _sim(first, {**second, "spec": {"limits": [{"type": "Container", "default": {"cpu": "100m", "memory": "64Mi"}}]}})
+    created = relaxed.store.create(_pod("q"), actor="test")
+    assert created["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "300m", "memory": "64Mi"}

@@ -34,12 +34,14 @@ def _map(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
 
 
-def _items(sim: Simulation, namespace: str) -> Iterator[Mapping[str, Any]]:
+def _ranges(sim: Simulation, namespace: str) -> list[list[Mapping[str, Any]]]:
+    """The items of each LimitRange of the namespace (admission.go runLimitFunc applies them one
+    LimitRange at a time)."""
+    out = []
     for lr in sim.store.list("LimitRange", namespace):
         limits = _map(lr.get("spec")).get("limits")
-        for item in limits if isinstance(limits, list) else ():
-            if isinstance(item, Mapping):
-                yield item
+        out.append([item for item in (limits if isinstance(limits, list) else ()) if isinstance(item, Mapping)])
+    return out
 
 
 def _defaulted(item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -65,20 +67,28 @@ def _containers(spec: Mapping[str, Any], *, init: bool = True) -> Iterator[dict[
 
 def mutate(sim: Simulation, pod: dict[str, Any]) -> None:
     """Fill each container's unset limits and requests from the namespace's Container defaults
-    (admission.go mergePodResourceRequirements), in place."""
+    (admission.go defaultContainerResourceRequirements, mergePodResourceRequirements), in place:
+    one LimitRange after another, so the first to set a resource wins; within one, a later
+    item's default overrides an earlier one's."""
     namespace = str(_map(pod.get("metadata")).get("namespace") or "default")
-    limits: dict[str, Any] = {}
-    requests: dict[str, Any] = {}
-    for item in _items(sim, namespace):
-        if item.get("type") == "Container":
-            d, r = _defaulted(item)
-            limits.update(d)
-            requests.update(r)
-    if not limits and not requests:
-        return
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return
+    for items in _ranges(sim, namespace):
+        limits: dict[str, Any] = {}
+        requests: dict[str, Any] = {}
+        for item in items:
+            if item.get("type") == "Container":
+                d, r = _defaulted(item)
+                limits.update(d)
+                requests.update(r)
+        if limits or requests:
+            _merge(pod, spec, limits, requests)
+
+
+def _merge(pod: dict[str, Any], spec: dict[str, Any], limits: Mapping[str, Any], requests: Mapping[str, Any]) -> None:
+    """mergePodResourceRequirements: one LimitRange's defaults into what the containers leave
+    unset, and its ``kubernetes.io/limit-ranger`` annotation."""
     notes: list[str] = []
     inits = spec.get("initContainers")
     for c, label in [(c, "container") for c in _containers(spec, init=False)] + [
@@ -183,7 +193,7 @@ def validate(sim: Simulation, pod: Mapping[str, Any]) -> str | None:
     None when they admit it."""
     namespace = str(_map(pod.get("metadata")).get("namespace") or "default")
     spec = _map(pod.get("spec"))
-    errs: list[str] = []
+
     def lists(init: bool) -> list[tuple[dict[str, tuple[Decimal, str]], dict[str, tuple[Decimal, str]]]]:
         field = spec.get("initContainers" if init else "containers")
         return [
@@ -193,19 +203,22 @@ def validate(sim: Simulation, pod: Mapping[str, Any]) -> str | None:
         ]
 
     app, init = lists(False), lists(True)
-    for item in _items(sim, namespace):
-        kind = item.get("type")
-        if kind == "Container":
-            for req, lim in app + init:  # PodLimitFunc: containers, then init containers
-                errs.extend(_check("Container", item, req, lim))
-        elif kind == "Pod":
-            requests, limits = _sum([r for r, _ in app]), _sum([li for _, li in app])
-            for req, lim in init:  # take max(sum of the containers, any init container)
-                for into, more in ((requests, req), (limits, lim)):
-                    for name, (q, raw) in more.items():
-                        if name not in into or q > into[name][0]:
-                            into[name] = (q, raw)
-            errs.extend(_check("Pod", item, requests, limits))
-    if not errs:
-        return None
-    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+    for items in _ranges(sim, namespace):
+        errs = []
+        for item in items:
+            kind = item.get("type")
+            if kind == "Container":
+                for req, lim in app + init:  # PodLimitFunc: containers, then init containers
+                    errs.extend(_check("Container", item, req, lim))
+            elif kind == "Pod":
+                requests, limits = _sum([r for r, _ in app]), _sum([li for _, li in app])
+                for req, lim in init:  # take max(sum of the containers, any init container)
+                    for into, more in ((requests, req), (limits, lim)):
+                        for name, (q, raw) in more.items():
+                            if name not in into or q > into[name][0]:
+                                into[name] = (q, raw)
+                errs.extend(_check("Pod", item, requests, limits))
+        if errs:
+            # runLimitFunc: the first LimitRange that refuses answers (NewAggregate of its errors)
+            return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+    return None

@@ -111,10 +111,19 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
 """Where each kind holds the pod spec the API server validates as a pod's."""
 
 
+def _overcommit_allowed(name: str) -> bool:
+    """pkg/apis/core/v1/helper IsOvercommitAllowed: a native resource (no domain, or
+    ``kubernetes.io/``) that is not hugepages; extended resources (``nvidia.com/gpu``) are not."""
+    native = "/" not in name or name.startswith("kubernetes.io/")
+    return native and not name.startswith("hugepages-")
+
+
 def resource_errors(obj: Mapping[str, Any]) -> list[str]:
     """pkg/apis/core/validation/validation.go ValidateResourceRequirements: a container's request
     may not exceed its limit (``spec.containers[0].resources.requests: Invalid value: "2": must
-    be less than or equal to cpu limit of 1``), resources in name order (upstream ranges a map)."""
+    be less than or equal to cpu limit of 1``), and must equal it for a resource that cannot be
+    overcommitted (extended resources, hugepages), which needs a limit; resources in name order
+    (upstream ranges a map)."""
     from helmsim.kube.quantity import canonical, is_binary, parse_quantity
 
     path = POD_SPEC_PATHS.get(str(obj.get("kind") or ""))
@@ -132,18 +141,25 @@ def resource_errors(obj: Mapping[str, Any]) -> list[str]:
             if not isinstance(resources, Mapping):
                 continue
             requests, limits = resources.get("requests"), resources.get("limits")
-            if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
-                continue
-            for name in sorted(set(requests) & set(limits), key=str):
+            requests = requests if isinstance(requests, Mapping) else {}
+            limits = limits if isinstance(limits, Mapping) else {}
+            where = f"{prefix}.{field}[{i}].resources"
+            for name in sorted(requests, key=str):
+                if name not in limits:
+                    if not _overcommit_allowed(str(name)):
+                        errors.append(f"{where}.limits: Required value: Limit must be set for non overcommitable resources")
+                    continue
                 try:
                     req, lim = parse_quantity(requests[name]), parse_quantity(limits[name])
                 except ValueError:
                     continue  # the field check refuses a malformed quantity first
-                if req > lim:
-                    shown = canonical(req, is_binary(requests[name]))
+                shown = canonical(req, is_binary(requests[name]))
+                limit = canonical(lim, is_binary(limits[name]))
+                if req != lim and not _overcommit_allowed(str(name)):
+                    errors.append(f'{where}.requests: Invalid value: "{shown}": must be equal to {name} limit of {limit}')
+                elif req > lim:
                     errors.append(
-                        f'{prefix}.{field}[{i}].resources.requests: Invalid value: "{shown}": must be less than or '
-                        f"equal to {name} limit of {canonical(lim, is_binary(limits[name]))}"
+                        f'{where}.requests: Invalid value: "{shown}": must be less than or equal to {name} limit of {limit}'
                     )
     return errors
 
