@@ -209,3 +209,15 @@ def test_comments_are_not_substituted_and_target_namespace_moves_the_values_sour
     assert result.sim is not None
     deployment = result.sim.store.get("Deployment", "other", "web")
     assert deployment is not None and deployment["spec"]["replicas"] == 2  # ${replicas:=2} in spec.values wins
+
+
+def test_a_suspended_kustomization_is_said(tmp_path: Path) -> None:
+    ks = _ks()
+    ks["spec"]["suspend"] = True
+    hr = HR.replace("${replicas:=2}", "1").replace("${greeting}-$${kept}", "plain")
+    result = _simulate(_repo(tmp_path, [GIT, ks], {"base.yaml": BASE, "hr.yaml": hr}))
+    assert (
+        "Kustomization flux-system/apps is suspended (spec.suspend: true): kustomize-controller does not reconcile it, "
+        "so nothing it holds is applied by it"
+    ) in result.notes
+    assert result.releases[0].outcome == "Blocked"

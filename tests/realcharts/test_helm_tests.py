@@ -117,3 +117,20 @@ def test_upgrade_test_failure_is_rolled_back() -> None:
         "message": "Helm rollback to previous release apps/api.v3 with chart api@1.2.0 succeeded",
     }
     assert [h["status"] for h in rel.helm_status][-1] == "deployed"
+
+
+def test_check_says_nothing_of_a_test_failure_the_release_ignores() -> None:
+    """spec.test.ignoreFailures: the failed test changes nothing, so HS104 does not report it;
+    a test failure that is not ignored is helm-controller's remediation, not Helm's failed
+    release."""
+    from helmsim.diagnose.check import CheckOptions, run_check
+
+    releases = build_inputs(
+        str(HERE / "flux"), values=[], sets=[], helmrelease=[], charts=[f"api={CHART}"], release_name=None,
+        namespace="default", upgrade_from=None, upgrade_from_values=[], upgrade_from_set=[],
+    )
+    report = run_check(releases, [load_profile("kind")], options=CheckOptions(verify_fixes=False))
+    hs104 = [f for f in report.findings if f.rule == "HS104"]
+    assert not [f for f in hs104 if f.release == "apps/ignored"]
+    failing = [f for f in hs104 if f.release == "apps/failing"]
+    assert failing and "(test hook) fails and helm-controller marks TestSuccess=False and remediates the release" in failing[0].message

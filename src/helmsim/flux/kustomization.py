@@ -296,6 +296,12 @@ _UNMODELLED = (
 def unmodelled_notes(ks: Kustomization, known: set[tuple[str, str, str]]) -> list[str]:
     """What the report says of a Kustomization's fields and source it does not simulate."""
     out = []
+    if ks.spec.suspend:
+        # kustomization_controller.go Reconcile: a suspended object is returned before any step
+        out.append(
+            f"Kustomization {ks.ref} is suspended (spec.suspend: true): kustomize-controller does not reconcile it, "
+            "so nothing it holds is applied by it"
+        )
     fields = [yaml for attr, yaml in _UNMODELLED if getattr(ks.spec, attr) not in (None, [], {}, ())]
     if fields:
         out.append(f"Kustomization {ks.ref}: spec.{', spec.'.join(fields)} not applied to what it applies (not modelled)")

@@ -81,6 +81,15 @@ def _hook_pod_steps(run: ProfileRun, hook: str) -> list[Step]:
     return out
 
 
+def _tests_ignored(run: ProfileRun, hr_ref: str) -> bool:
+    """api/v2 GetTest().IgnoreFailures, or the active remediation's ignoreTestFailures
+    (internal/reconcile/atomic_release.go: a failed test then changes nothing)."""
+    spec = run.input(hr_ref).hr.spec
+    if spec.test.ignore_failures:
+        return True
+    return any(getattr(spec, kind).remediation.ignore_test_failures is True for kind in ("install", "upgrade"))
+
+
 @rule(
     "HS104",
     "failing-hook-fails-release",
@@ -96,6 +105,8 @@ def failing_hook_fails_release(run: ProfileRun) -> list[Candidate]:
         seen.add(ev.obj)
         hr_ref, _res = located
         event = str(ev.data.get("event", ""))
+        if event == "test" and _tests_ignored(run, hr_ref):
+            continue  # helm-controller ignores the tests' failures (spec.test.ignoreFailures)
         start = next(
             (e for e in run.events(what="hook-start", obj=ev.obj) if e.time <= ev.time), None
         )
@@ -112,8 +123,13 @@ def failing_hook_fails_release(run: ProfileRun) -> list[Candidate]:
         # Job is still running (kstatus InProgress), not only when it failed
         timed_out = ev.message.startswith("timeout waiting for")
         verb = "does not complete within the release timeout (it is still running: Helm's wait on it times out)" if timed_out else "fails"
+        consequence = (
+            "helm-controller marks TestSuccess=False and remediates the release"
+            if event == "test"
+            else "Helm marks the release failed"
+        )
         msg = (
-            f"{ev.obj} ({event} hook) {verb} and Helm marks the release failed"
+            f"{ev.obj} ({event} hook) {verb} and {consequence}"
             + (
                 ": a post-* hook runs after the manifest is applied and waited for, and still fails the revision"
                 if post
