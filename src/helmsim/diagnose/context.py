@@ -256,6 +256,22 @@ class ProfileRun:
                 out.setdefault(res.ref, []).append((attempt[1], text))
         return out
 
+    def refusal_candidate(
+        self, rule: str, hr_ref: str, obj: str, first: TraceEvent, first_text: str, message: str, fixes: list[Any]
+    ) -> Candidate:
+        """A finding about an object (or its pods) the API server refused: the message with how
+        the release ends, the refusal then the release's failure as the chain; an error unless
+        the release is Ready anyway."""
+        from helmsim.diagnose.model import Candidate, Severity
+
+        ready = self.ready(hr_ref)
+        if not ready:
+            message += f"; the release ends {self.outcome(hr_ref).outcome}"
+        chain = [step(first, f"{first.data.get('reason') or 'Helm'}: {first_text}")]
+        if not ready:
+            chain.extend(s for s in self.failure_tail(hr_ref) if s.time > first.time)
+        return Candidate(rule, hr_ref, obj, Severity.error if not ready else Severity.warning, message, chain, fixes, self.variant)
+
     @cached_property
     def unstartable_pods(self) -> dict[str, tuple[TraceEvent, ...]]:
         """Release object → the kubelet's ``Failed`` "Error: …" events of its pods

@@ -18,7 +18,7 @@ from typing import Any
 
 from helmsim.cluster import warden
 from helmsim.diagnose.context import ProfileRun
-from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
+from helmsim.diagnose.model import Candidate, Fix
 from helmsim.diagnose.registry import rule
 
 _DETAILS = re.compile(r"Violations details: (?P<json>\{.*\})", re.S)
@@ -37,20 +37,16 @@ _AUTHZ = "GKEAutopilot authz: the namespace"
 
 def _managed_namespace(run: ProfileRun, hr_ref: str, owner: str, first: Any, text: str) -> Candidate:
     """A release object in a namespace Autopilot manages (kube-system): its authorizer refuses it."""
-    ready = run.ready(hr_ref)
     namespace = owner.split("/")[1] if owner.count("/") >= 2 else "kube-system"
     msg = (
         f"{owner} is refused by GKE Autopilot's authorizer: the namespace {namespace} is managed by the platform "
-        f"({text.split(' is forbidden: ', 1)[-1]})" + (f" The release ends {run.outcome(hr_ref).outcome}." if not ready else "")
+        f"({text.split(' is forbidden: ', 1)[-1]})"
     )
-    chain: list[Step] = [step(first, f"Helm: {text}")]
-    if not ready:
-        chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
     fix = Fix(
         f"create it in another namespace (the chart's values for {namespace} objects, e.g. cert-manager's "
         "global.leaderElection.namespace, kube-prometheus-stack's kubeControllerManager/kubeScheduler/kubeEtcd/kubeProxy/coreDns)"
     )
-    return Candidate("HS125", hr_ref, owner, Severity.error if not ready else Severity.warning, msg, chain, [fix], run.variant)
+    return run.refusal_candidate("HS125", hr_ref, owner, first, text, msg, [fix])
 
 
 @rule(
@@ -80,20 +76,13 @@ def autopilot_constraint_violation(run: ProfileRun) -> list[Candidate]:
         }
         constraints = list(groups)
         listed = " ".join(f"[{c}] {' '.join(str(m) for m in groups[c])}" for c in constraints)
-        ready = run.ready(hr_ref)
         msg = (
             f"{owner} is refused by GKE Autopilot's Warden admission ({len(constraints)} "
             f"constraint{'s' if len(constraints) != 1 else ''}): {listed}"
-            + (f" The release ends {run.outcome(hr_ref).outcome}." if not ready else "")
         )
-        chain: list[Step] = [step(first, f"{first.data.get('reason') or 'Helm'}: {text}")]
-        if not ready:
-            chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
         fixes = [Fix(f"{_ADVICE[c]} ({c})") for c in constraints if c in _ADVICE]
         fixes.append(
             Fix("or run it on GKE Standard (a node agent that needs the host usually has an Autopilot mode in its chart's values)")
         )
-        out.append(
-            Candidate("HS125", hr_ref, owner, Severity.error if not ready else Severity.warning, msg, chain, fixes, run.variant)
-        )
+        out.append(run.refusal_candidate("HS125", hr_ref, owner, first, text, msg, fixes))
     return out

@@ -21,7 +21,7 @@ from typing import Any
 from helmsim.cluster import podsecurity
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
-from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
+from helmsim.diagnose.model import Candidate, Fix
 from helmsim.diagnose.registry import rule
 from helmsim.kube.workloads import pod_template
 
@@ -67,20 +67,13 @@ def _non_root(run: ProfileRun) -> list[Candidate]:
         if not mine or located is None:
             continue
         hr_ref, res = located
-        ready = run.ready(hr_ref)
         times = f", {len(mine)} times" if len(mine) > 1 else ""
         msg = (
             f"{owner}'s containers are never created: the kubelet enforces runAsNonRoot and the pod runs as user 0: "
             f"{mine[0].message.removeprefix('Error: ')}{times}; they stay CreateContainerConfigError"
-            + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
         )
-        chain: list[Step] = [step(mine[0], f"Failed: {mine[0].message}")]
-        if not ready:
-            chain.extend(s for s in run.failure_tail(hr_ref) if s.time > mine[0].time)
         fix = Fix("set a runAsUser other than 0 (one the image can run as), or drop runAsNonRoot: true")
-        out.append(
-            Candidate("HS123", hr_ref, owner, Severity.error if not ready else Severity.warning, msg, chain, [fix], run.variant)
-        )
+        out.append(run.refusal_candidate("HS123", hr_ref, owner, mine[0], mine[0].message, msg, [fix]))
     return out
 
 
@@ -100,7 +93,6 @@ def pod_security_violation(run: ProfileRun) -> list[Candidate]:
         m = _VIOLATES.search(text)
         if m is None:
             continue
-        ready = run.ready(hr_ref)
         namespace = res.namespace or "default"
         times = f", {len(evs)} times" if len(evs) > 1 else ""
         refused = "are refused" if res.kind != "Pod" else "is refused"
@@ -109,23 +101,9 @@ def pod_security_violation(run: ProfileRun) -> list[Candidate]:
         msg = (
             f"{subject} {refused} by Pod Security admission: namespace {namespace} enforces "
             f'"{m["level"]}:{m["version"]}" {_source(run, namespace)}: {m["detail"]}{times}; {created}'
-            + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
         )
-        chain: list[Step] = [step(first, f"{first.data.get('reason') or 'Helm'}: {text}")]
-        if not ready:
-            chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
-        out.append(
-            Candidate(
-                "HS123",
-                hr_ref,
-                owner,
-                Severity.error if not ready else Severity.warning,
-                msg,
-                sorted(chain, key=lambda s: s.time),
-                _fixes(m["level"], m["detail"], res.body, namespace, res.ref),
-                run.variant,
-            )
-        )
+        fixes = _fixes(m["level"], m["detail"], res.body, namespace, res.ref)
+        out.append(run.refusal_candidate("HS123", hr_ref, owner, first, text, msg, fixes))
     return out + _non_root(run)
 
 

@@ -17,7 +17,7 @@ import re
 
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
-from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
+from helmsim.diagnose.model import Candidate, Fix
 from helmsim.diagnose.registry import rule
 from helmsim.kube.quantity import canonical, is_binary, parse_quantity
 from helmsim.manifests import Resource
@@ -139,7 +139,6 @@ def quota_or_limit_refused(run: ProfileRun) -> list[Candidate]:
             continue
         hr_ref, res = located
         first, text = evs[0]
-        ready = run.ready(hr_ref)
         rollout = _rollout(run, owner, first.time)
         times = f"; refused {len(evs)} times" if len(evs) > 1 else ""
         claim = _CLAIM.search(text)
@@ -153,24 +152,8 @@ def quota_or_limit_refused(run: ProfileRun) -> list[Candidate]:
         else:
             subject, consequence = f"{owner} is refused", "Helm's create fails"
         by = "LimitRanger" if _LIMIT.search(text) else "ResourceQuota admission"
-        msg = (
-            f"{subject} by {by}: {text.split(' is forbidden: ', 1)[-1]}{times}; {consequence}"
-            + (f"; the release ends {run.outcome(hr_ref).outcome}" if not ready else "")
-        )
-        chain: list[Step] = [step(first, f"{first.data.get('reason') or 'Helm'}: {first.message if first.what == 'event' else text}")]
-        if not ready:
-            chain.extend(s for s in run.failure_tail(hr_ref) if s.time > first.time)
-        out.append(
-            Candidate(
-                "HS124",
-                hr_ref,
-                owner,
-                Severity.error if not ready else Severity.warning,
-                msg,
-                chain,
-                _fixes(run, res, text, rollout),
-                run.variant,
-            )
-        )
+        msg = f"{subject} by {by}: {text.split(' is forbidden: ', 1)[-1]}{times}; {consequence}"
+        shown = first.message if first.what == "event" else text
+        out.append(run.refusal_candidate("HS124", hr_ref, owner, first, shown, msg, _fixes(run, res, text, rollout)))
     return out
 
