@@ -542,6 +542,7 @@ def _simulate(
     install_operator_models(sim, profile.operators)
     declared = declared_crds(profile, releases)
     storage = ReleaseStorage()
+    sim.release_records = storage
     ctx = HelmContext(sim, storage)
     states: dict[str, ReleaseState] = {}
     notes: list[str] = []

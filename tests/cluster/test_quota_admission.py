@@ -238,3 +238,18 @@ def test_limit_ranges_apply_one_after_another_the_first_default_wins_and_answers
     relaxed = _sim(first, {**second, "spec": {"limits": [{"type": "Container", "default": {"cpu": "100m", "memory": "64Mi"}}]}})
     created = relaxed.store.create(_pod("q"), actor="test")
     assert created["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "300m", "memory": "64Mi"}
+
+
+def test_release_storage_says_what_storing_one_more_prunes() -> None:
+    """helm/helm pkg/storage/storage.go removeLeastRecent: down to maxHistory − 1 before the
+    new revision, never the deployed one; 0 keeps everything."""
+    from helmsim.helm.release import Release, ReleaseStorage
+
+    storage = ReleaseStorage()
+    for revision, status in ((1, "superseded"), (2, "deployed"), (3, "failed")):
+        storage.add(Release("app", "apps", revision, "app-1", status, (), ()))  # type: ignore[arg-type]
+    assert storage.stored("apps") == 3 and storage.stored("other") == 0
+    assert storage.pruned_by("apps", "app", 0) == 0
+    assert storage.pruned_by("apps", "app", 5) == 0
+    assert storage.pruned_by("apps", "app", 2) == 2
+    assert storage.pruned_by("apps", "app", 1) == 2  # the deployed revision stays

@@ -100,3 +100,58 @@ def test_a_claim_over_the_storage_quota_is_named_as_the_claim() -> None:
         "requested: requests.storage=8Gi, used: requests.storage=0, limited: requests.storage=5Gi"
     )
     assert finding.fixes[0].summary.startswith("lower the claim's storage request (the chart's persistence size values)")
+
+
+def test_helms_release_records_count_against_a_secrets_quota(tmp_path: object) -> None:
+    """helm/helm pkg/storage/driver/secrets.go: every revision is a Secret in the storage
+    namespace, stored before the release's objects; a count/secrets quota counts them, so the
+    chart's own Secret, or an upgrade's next record, is refused."""
+    from pathlib import Path
+
+    from helmsim.cluster.profile import ClusterProfile
+
+    chart = Path(str(tmp_path)) / "app"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 0.1.0\n")
+    (chart / "templates" / "secret.yaml").write_text(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: app-credentials}\nstringData: {password: x}\n"
+    )
+    base = load_profile("kind").model_dump(by_alias=True, exclude_none=True)
+    base["objects"] = [{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "objects", "namespace": "default"},
+                        "spec": {"hard": {"count/secrets": "1"}}}]
+    profile = ClusterProfile.model_validate(base, strict=False)
+    from helmsim.release_inputs import build_inputs
+    from helmsim.simulate import simulate
+
+    releases = build_inputs(str(chart), release_name="app", namespace="default")
+    release = simulate(profile, releases).releases[0]
+    assert release.outcome == "Stalled"
+    assert (
+        'secrets "app-credentials" is forbidden: exceeded quota: objects, requested: count/secrets=1, '
+        "used: count/secrets=1, limited: count/secrets=1"
+    ) in str(release.message)
+
+
+def test_an_upgrade_needs_room_for_its_next_release_record(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from helmsim.cluster.profile import ClusterProfile
+    from helmsim.release_inputs import build_inputs
+    from helmsim.simulate import simulate
+
+    chart = Path(str(tmp_path)) / "app"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 0.1.0\n")
+    (chart / "templates" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {v: '{{ .Values.v }}'}\n")
+    base = load_profile("kind").model_dump(by_alias=True, exclude_none=True)
+    base["objects"] = [{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "objects", "namespace": "default"},
+                        "spec": {"hard": {"count/secrets": "1"}}}]
+    profile = ClusterProfile.model_validate(base, strict=False)
+    releases = build_inputs(str(chart), sets=["v=2"], release_name="app", namespace="default",
+                            upgrade_from=str(chart), upgrade_from_set=["v=1"])
+    release = simulate(profile, releases).releases[0]
+    assert release.outcome != "Ready"
+    assert (
+        'create: failed to create: secrets "sh.helm.release.v1.app.v2" is forbidden: exceeded quota: objects, '
+        "requested: count/secrets=1, used: count/secrets=1, limited: count/secrets=1"
+    ) in str(release.message)

@@ -69,6 +69,9 @@ class Simulation:
         self.catalog: Sequence[Any] | None = catalog
         self.faults: Faults | None = faults
         self.network: NetworkState | None = None
+        self.release_records: Any = None
+        """Helm's release storage (``helmsim.helm.release.ReleaseStorage``): each revision is a
+        Secret in its namespace, which ``count/secrets`` quotas count (helmsim.cluster.quota)."""
         self.quota_ledger: Any = None
         """What the objects of each namespace charge its ResourceQuotas, kept by store writes
         (``helmsim.cluster.quota.Ledger``, made on the first quota admission)."""

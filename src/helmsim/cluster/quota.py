@@ -243,8 +243,10 @@ def _pretty(values: Mapping[str, Decimal], binary: Mapping[str, bool]) -> str:
     return ",".join(f"{k}={canonical(v, binary.get(k, False))}" for k, v in sorted(values.items()))
 
 
-def admit(sim: Simulation, obj: Mapping[str, Any]) -> None:
-    """Refuse creating ``obj`` (``ApiError`` Forbidden) when a quota of its namespace forbids it."""
+def admit(sim: Simulation, obj: Mapping[str, Any], *, released: int = 0) -> None:
+    """Refuse creating ``obj`` (``ApiError`` Forbidden) when a quota of its namespace forbids it
+    (``released``: objects of its kind the same request removes first, as Helm's storage prunes
+    release records)."""
     meta = _map(obj.get("metadata"))
     namespace = str(meta.get("namespace") or "")
     if not namespace:
@@ -277,7 +279,10 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> None:
         if not requested:
             continue
         if used is None:
-            used = _namespace_usage(sim, namespace, kind, obj)
+            used = dict(_namespace_usage(sim, namespace, kind, obj))
+            for counted in (count, _LEGACY_COUNTS.get(kind, "")):
+                if released and counted in used:
+                    used[counted] -= released
         over = sorted(k for k, v in requested.items() if used.get(k, Decimal(0)) + v > hard[k][0])
         if over:
             binary = {k: is_binary(hard[k][1]) or _binary_request(obj, k) for k in over}
@@ -318,7 +323,16 @@ class Ledger:
             for obj in self.sim.store.list(kind):
                 self._charge("ADDED", obj)
             self.sim.store.watch([kind], self._charge)
-        return self.totals.get((kind, api_version, namespace), {})
+        found = self.totals.get((kind, api_version, namespace), {})
+        records = self.sim.release_records
+        if kind == "Secret" and api_version == "v1" and records is not None:
+            # Helm stores each revision as a Secret in the release's storage namespace
+            extra = Decimal(records.stored(namespace))
+            if extra:
+                found = dict(found)
+                for name in ("count/secrets", "secrets"):
+                    found[name] = found.get(name, Decimal(0)) + extra
+        return found
 
     def _charge(self, event: str, obj: Mapping[str, Any]) -> None:
         meta = _map(obj.get("metadata"))

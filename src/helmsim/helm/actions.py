@@ -411,14 +411,21 @@ def _denied_storage(ctx: HelmContext, verb: str) -> str | None:
     return None if denied is None else f"{verb}: failed to {verb}: {denied}"
 
 
-def _record_refused(ctx: HelmContext, spec: ChartRelease, revision: int, action: str) -> ActionResult | None:
+def _record_refused(
+    ctx: HelmContext, spec: ChartRelease, revision: int, action: str, max_history: int = 0
+) -> ActionResult | None:
     """The API server refusing the release Secret Helm creates before any object
     (helm/helm pkg/storage/driver/secrets.go Create: "create: failed to create: …"; the limits
     in ``helmsim.helm.record``): the action fails and no release is stored."""
     secret = record.secret_name(spec.name, revision)
     refused = record.refusal(spec.record, secret, ctx.sim.profile.kubernetes_version)
     if refused is None:
-        return None
+        over_quota = _record_quota(ctx, spec, secret, max_history)
+        if over_quota is None:
+            return None
+        text = f"create: failed to create: {over_quota}"
+        ev = ctx.sim.log(ctx.actor, "record-refused", f"{spec.namespace}/{spec.name}", text, action=action)
+        return ActionResult(action, False, None, text, trace_id=ev.id)
     text = f"create: failed to create: {refused}"
     assert spec.record is not None and spec.record.stored is not None
     ev = ctx.sim.log(
@@ -427,6 +434,25 @@ def _record_refused(ctx: HelmContext, spec: ChartRelease, revision: int, action:
         largest=[list(item) for item in spec.record.largest],
     )
     return ActionResult(action, False, None, text, trace_id=ev.id)
+
+
+def _record_quota(ctx: HelmContext, spec: ChartRelease, secret: str, max_history: int) -> str | None:
+    """The storage namespace's quotas refusing the release Secret (a ``count/secrets`` quota
+    counts every revision Helm keeps; storage.go Create prunes to maxHistory first)."""
+    from helmsim.cluster import quota
+    from helmsim.cluster.store import ApiError
+
+    namespace = ctx.storage_key(spec.namespace)
+    obj = {
+        "apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+        "metadata": {"name": secret, "namespace": namespace, "labels": {"owner": "helm", "name": spec.name}},
+    }
+    pruned = ctx.storage.pruned_by(namespace, spec.name, max_history)
+    try:
+        quota.admit(ctx.sim, obj, released=pruned)
+    except ApiError as err:
+        return err.message
+    return None
 
 
 def _ownership_conflict(live: dict[str, Any], rel: Release) -> str | None:
@@ -753,7 +779,7 @@ def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     denied = _denied_storage(ctx, "create")
     if denied is not None:
         return ActionResult("upgrade", False, None, denied)  # upgrade.go: Releases.Create
-    refused = _record_refused(ctx, spec, last.revision + 1, "upgrade")  # performUpgrade: Releases.Create
+    refused = _record_refused(ctx, spec, last.revision + 1, "upgrade", opts.max_history)  # performUpgrade: Releases.Create
     if refused is not None:
         return refused
     rel = Release(

@@ -90,6 +90,20 @@ class ReleaseStorage:
                 return rel
         return None
 
+    def stored(self, namespace: str) -> int:
+        """How many revisions (one Secret each: helm/helm pkg/storage/driver/secrets.go) are
+        stored in ``namespace``."""
+        return sum(len(hist) for (ns, _name), hist in self._history.items() if ns == namespace)
+
+    def pruned_by(self, namespace: str, name: str, max_history: int) -> int:
+        """How many of ``name``'s revisions storing one more removes (storage.go Create:
+        removeLeastRecent down to ``max_history - 1``, never the deployed one)."""
+        hist = self._history.get((namespace, name), [])
+        if max_history <= 0 or len(hist) <= max_history - 1:
+            return 0
+        deployed = any(r.status == "deployed" for r in hist)
+        return max(0, min(len(hist) - (max_history - 1), len(hist) - (1 if deployed else 0)))
+
     def purge(self, namespace: str, name: str) -> None:
         self._history.pop((namespace, name), None)
 
