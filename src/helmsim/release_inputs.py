@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from helmsim import gitref
 from helmsim import render as rendering
@@ -225,6 +226,14 @@ def _kustomizations(
     return kustomization.load_units(tree, [p for p in (root(), here) if p is not None], build_errors)
 
 
+def _setting(tree: flux_inputs.FluxTree, field: str) -> list[Mapping[str, Any]]:
+    """The tree's Kustomizations whose ``spec`` sets ``field``."""
+    return [
+        o for o in tree.objects
+        if kustomization.is_kustomization(o) and isinstance(o.get("spec"), dict) and o["spec"].get(field)
+    ]
+
+
 def _target_namespaces(
     tree: flux_inputs.FluxTree, root: Callable[[], Path | None], target: str
 ) -> flux_inputs.FluxTree:
@@ -233,6 +242,8 @@ def _target_namespaces(
     kustomize-controller's generator configures: internal/generator kustomize_generator.go)."""
     from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 
+    if not _setting(tree, "targetNamespace"):
+        return tree
     units = _kustomizations(tree, root, target)
     by_owner = {hr: u.ks.spec.target_namespace for u in units if u.ks.spec.target_namespace for hr in u.helmreleases}
     moved = {id(o): u.ks.spec.target_namespace for u in units if u.ks.spec.target_namespace for o in u.objects}
@@ -257,8 +268,7 @@ def _post_build(
     variables substituted in the files under its path (:mod:`helmsim.flux.postbuild`)."""
     posted = {
         f"{(o.get('metadata') or {}).get('namespace') or 'default'}/{(o.get('metadata') or {}).get('name')}": o
-        for o in tree.objects
-        if kustomization.is_kustomization(o) and isinstance(o.get("spec"), dict) and o["spec"].get("postBuild")
+        for o in _setting(tree, "postBuild")
     }
     if not posted:
         return tree, {}, []

@@ -100,6 +100,49 @@ def pod_spec(body: dict[str, Any]) -> dict[str, Any] | None:
     return spec if isinstance(spec, dict) else None
 
 
+ChartEdit = Callable[[str, ChartRelease], ChartRelease]
+
+
+def _edit_body(obj: str, mutate: Callable[[dict[str, Any]], bool]) -> ChartEdit:
+    """A chart transform that lets ``mutate`` change a copy of ``obj``'s body; an object it
+    returns ``False`` for stays as it was."""
+
+    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
+        def edit(r: Resource) -> Resource:
+            if r.ref != obj:
+                return r
+            body = copy.deepcopy(r.body)
+            return with_body(r, body) if mutate(body) else r
+
+        return _map(chart, edit)
+
+    return fn
+
+
+def _edit_spec_field(obj: str, field: str, value: Any) -> ChartEdit:
+    """A chart transform that sets ``spec.<field>`` of ``obj`` to ``value``."""
+
+    def put(body: dict[str, Any]) -> bool:
+        body.setdefault("spec", {})[field] = copy.deepcopy(value)
+        return True
+
+    return _edit_body(obj, put)
+
+
+def _edit_pod_spec(obj: str, mutate: Callable[[dict[str, Any]], None]) -> ChartEdit:
+    """A chart transform that lets ``mutate`` change a copy of ``obj``'s pod spec; an object
+    without one stays as it was."""
+
+    def on_body(body: dict[str, Any]) -> bool:
+        spec = pod_spec(body)
+        if spec is None:
+            return False
+        mutate(spec)
+        return True
+
+    return _edit_body(obj, on_body)
+
+
 # --- the transforms ---------------------------------------------------------------------------------
 def policy_as_hook(policy: str) -> FixTransform:
     """Render ``policy`` as a ``pre-install,pre-upgrade`` hook of weight -5 so it exists before
@@ -151,29 +194,19 @@ def wait_script(need: str) -> str:
 def init_wait(workload: str, need: str) -> FixTransform:
     """Add a bounded init container to ``workload`` that waits until ``need`` answers."""
 
-    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
-        def edit(r: Resource) -> Resource:
-            if r.ref != workload:
-                return r
-            body = copy.deepcopy(r.body)
-            spec = pod_spec(body)
-            if spec is None:
-                return r
-            inits = list(spec.get("initContainers") or [])
-            inits.insert(
-                0,
-                {
-                    "name": "wait-for-network",
-                    "image": KUBECTL_IMAGE,
-                    "command": ["sh", "-c", wait_script(need)],
-                },
-            )
-            spec["initContainers"] = inits
-            return with_body(r, body)
+    def add(spec: dict[str, Any]) -> None:
+        inits = list(spec.get("initContainers") or [])
+        inits.insert(
+            0,
+            {
+                "name": "wait-for-network",
+                "image": KUBECTL_IMAGE,
+                "command": ["sh", "-c", wait_script(need)],
+            },
+        )
+        spec["initContainers"] = inits
 
-        return _map(chart, edit)
-
-    return FixTransform(charts=fn, tight=True)
+    return FixTransform(charts=_edit_pod_spec(workload, add), tight=True)
 
 
 def job_out_of_release(obj: str) -> FixTransform:
@@ -340,18 +373,7 @@ def make_hook(obj: str, events: str, weight: int) -> FixTransform:
 
 def job_ttl(obj: str, seconds: int) -> FixTransform:
     """Set a Job's ``spec.ttlSecondsAfterFinished``."""
-
-    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
-        def edit(r: Resource) -> Resource:
-            if r.ref != obj:
-                return r
-            body = copy.deepcopy(r.body)
-            body.setdefault("spec", {})["ttlSecondsAfterFinished"] = seconds
-            return with_body(r, body)
-
-        return _map(chart, edit)
-
-    return FixTransform(charts=fn)
+    return FixTransform(charts=_edit_spec_field(obj, "ttlSecondsAfterFinished", seconds))
 
 
 def raise_timeout(hr_ref: str, seconds: float) -> FixTransform:
@@ -392,39 +414,15 @@ def recreate(obj: str) -> FixTransform:
     """Set Deployment ``obj``'s ``spec.strategy`` to ``Recreate``: the controller scales the old
     ReplicaSets to zero and waits for their pods to go before it creates new ones
     (kubernetes pkg/controller/deployment/recreate.go rolloutRecreate)."""
-
-    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
-        def change(r: Resource) -> Resource:
-            if r.ref != obj:
-                return r
-            body = copy.deepcopy(r.body)
-            body.setdefault("spec", {})["strategy"] = {"type": "Recreate"}
-            return with_body(r, body)
-
-        return _map(chart, change)
-
-    return FixTransform(charts=fn)
+    return FixTransform(charts=_edit_spec_field(obj, "strategy", {"type": "Recreate"}))
 
 
 def no_surge(obj: str) -> FixTransform:
     """Set Deployment ``obj``'s rolling update to ``maxSurge: 0``, ``maxUnavailable: 1``: the
     controller removes an old pod before it creates a new one, so the rollout never holds more
     pods than replicas (kubernetes pkg/controller/deployment/rolling.go reconcileNewReplicaSet)."""
-
-    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
-        def change(r: Resource) -> Resource:
-            if r.ref != obj:
-                return r
-            body = copy.deepcopy(r.body)
-            body.setdefault("spec", {})["strategy"] = {
-                "type": "RollingUpdate",
-                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
-            }
-            return with_body(r, body)
-
-        return _map(chart, change)
-
-    return FixTransform(charts=fn)
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    return FixTransform(charts=_edit_spec_field(obj, "strategy", strategy))
 
 
 def restricted_context(obj: str) -> FixTransform:
@@ -434,34 +432,24 @@ def restricted_context(obj: str) -> FixTransform:
     container ``allowPrivilegeEscalation: false`` and ``capabilities.drop: [ALL]`` (keeping an
     added NET_BIND_SERVICE)."""
 
-    def fn(_ref: str, chart: ChartRelease) -> ChartRelease:
-        def change(r: Resource) -> Resource:
-            if r.ref != obj:
-                return r
-            body = copy.deepcopy(r.body)
-            spec = pod_spec(body)
-            if spec is None:
-                return r
-            sc = spec.get("securityContext")
-            sc = spec["securityContext"] = sc if isinstance(sc, dict) else {}
-            sc.setdefault("runAsNonRoot", True)
-            sc.setdefault("seccompProfile", {"type": "RuntimeDefault"})
-            for field in ("initContainers", "containers"):
-                for c in spec.get(field) or ():
-                    if not isinstance(c, dict):
-                        continue
-                    csc = c.get("securityContext")
-                    csc = c["securityContext"] = csc if isinstance(csc, dict) else {}
-                    csc["allowPrivilegeEscalation"] = False
-                    got = csc.get("capabilities")
-                    caps: dict[str, Any] = got if isinstance(got, dict) else {}
-                    added = [a for a in caps.get("add") or () if a == "NET_BIND_SERVICE"]
-                    csc["capabilities"] = {"drop": ["ALL"], **({"add": added} if added else {})}
-            return with_body(r, body)
+    def harden(spec: dict[str, Any]) -> None:
+        sc = spec.get("securityContext")
+        sc = spec["securityContext"] = sc if isinstance(sc, dict) else {}
+        sc.setdefault("runAsNonRoot", True)
+        sc.setdefault("seccompProfile", {"type": "RuntimeDefault"})
+        for field in ("initContainers", "containers"):
+            for c in spec.get(field) or ():
+                if not isinstance(c, dict):
+                    continue
+                csc = c.get("securityContext")
+                csc = c["securityContext"] = csc if isinstance(csc, dict) else {}
+                csc["allowPrivilegeEscalation"] = False
+                got = csc.get("capabilities")
+                caps: dict[str, Any] = got if isinstance(got, dict) else {}
+                added = [a for a in caps.get("add") or () if a == "NET_BIND_SERVICE"]
+                csc["capabilities"] = {"drop": ["ALL"], **({"add": added} if added else {})}
 
-        return _map(chart, change)
-
-    return FixTransform(charts=fn)
+    return FixTransform(charts=_edit_pod_spec(obj, harden))
 
 
 def transform_for(fix_key: str) -> FixTransform | None:
