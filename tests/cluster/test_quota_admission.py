@@ -227,6 +227,16 @@ def test_extended_resources_cannot_be_overcommitted() -> None:
     assert _refused(sim, _pod("c", {"limits": {"nvidia.com/gpu": "1"}})) is None  # requests default to limits
 
 
+def test_a_pod_is_validated_after_the_limit_range_defaults_it() -> None:
+    """apiserver handlers/create.go: mutating admission (LimitRanger) runs before the strategy's
+    Validate, so a GPU request whose limit a LimitRange defaults is a valid pod."""
+    sim = _sim(_limits({"type": "Container", "default": {"nvidia.com/gpu": "1"}}))
+    created = sim.store.create(_pod("a", {"requests": {"nvidia.com/gpu": "1"}}), actor="test")
+    assert created["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    refused = _refused(_sim(), _pod("b", {"requests": {"nvidia.com/gpu": "1"}}))
+    assert refused is not None and refused.endswith("Limit must be set for non overcommitable resources")
+
+
 def test_limit_ranges_apply_one_after_another_the_first_default_wins_and_answers() -> None:
     """admission.go runLimitFunc: each LimitRange in turn; a resource the first one defaults is
     not defaulted again, and the first one that refuses gives the error."""

@@ -38,7 +38,6 @@ from helmsim.cluster import limitrange, podsecurity, quota, warden
 from helmsim.cluster.podadmission import admit_pod, forbidden_pod
 from helmsim.cluster.store import ApiError, clone
 from helmsim.cluster.specvalidation import POD_SPEC_PATHS as _POD_SPEC_PATHS
-from helmsim.cluster.specvalidation import resource_errors
 from helmsim.cluster.webhooks import call_webhooks
 from helmsim.flux.apis import FLUX_APIS
 from helmsim.kube.served import builtin_served
@@ -82,19 +81,13 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         _validate_volume_mounts(out, kind, api_version)
     if (kind, api_version) in (("NetworkPolicy", "networking.k8s.io/v1"), ("Service", "v1")):
         _validate_port_names(out, kind, api_version)
-    validate_spec(out)
     pod = kind == "Pod" and api_version == "v1"
     if pod:
         limitrange.mutate(sim, out)  # LimitRanger precedes ServiceAccount (plugins.go)
         admit_pod(sim, out)
-        # the object is validated after the mutating admission: a LimitRange's default limit
-        # below a container's request makes the pod invalid
-        invalid = resource_errors(out)
-        if invalid:
-            from helmsim.kube.fieldcheck import invalid_message
-
-            meta = out.get("metadata") or {}
-            raise ApiError("Invalid", invalid_message("v1", "Pod", str(meta.get("generateName") or meta.get("name") or ""), invalid))
+    # apiserver pkg/endpoints/handlers/create.go: the strategy validates what the mutating
+    # admission made of the object (a LimitRange's default limit may complete or break a pod)
+    validate_spec(out, str(meta.get("generateName") or meta.get("name") or "") if pod else None)
     # 5. the admission webhooks the cluster holds (helmsim.cluster.webhooks): mutating, then the
     # validating plugins, then validating webhooks, then ResourceQuota, last
     # (k8s.io/apiserver pkg/admission/chain.go: every mutating interface before any validating
@@ -274,16 +267,17 @@ def _validate_port_names(obj: Mapping[str, Any], kind: str, api_version: str) ->
         raise ApiError("Invalid", invalid_message(api_version, kind, name, errors))
 
 
-def validate_spec(obj: Mapping[str, Any]) -> None:
+def validate_spec(obj: Mapping[str, Any], shown: str | None = None) -> None:
     """Raise the Invalid StatusError of :mod:`helmsim.cluster.specvalidation` (a
-    PodDisruptionBudget's or HorizontalPodAutoscaler's cross-field rules), on create and update."""
+    PodDisruptionBudget's or HorizontalPodAutoscaler's cross-field rules), on create and update;
+    ``shown`` is the name the message gives (default: the object's)."""
     from helmsim.cluster.specvalidation import spec_errors
 
     errors = spec_errors(obj)
     if errors:
         from helmsim.kube.fieldcheck import invalid_message
 
-        name = str((obj.get("metadata") or {}).get("name", ""))
+        name = shown if shown is not None else str((obj.get("metadata") or {}).get("name", ""))
         raise ApiError("Invalid", invalid_message(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), name, errors))
 
 
