@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 TOKEN = re.compile(r"<redacted:sha256:[0-9a-f]{12}>")
@@ -92,9 +95,36 @@ _STRUCTURAL_KEY_QUALIFIERS = frozenset(
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
+# A report judges the same few hundred keys tens of thousands of times (every object's fields,
+# every message's key=value pairs) and scrubs the same texts in every finding's chain: keys and
+# texts up to these lengths are judged once (the answers are functions of the argument alone),
+# at most this many of each kept.
+_CACHED_KEY = 256
+_CACHED_TEXT = 4096
+_CACHE_ENTRIES = 1 << 14
+
+
+def _cached(limit: int, fn: Callable[[str], _T]) -> Callable[[str], _T]:
+    """``fn`` with its answers kept for arguments up to ``limit`` characters."""
+    kept = functools.lru_cache(maxsize=_CACHE_ENTRIES)(fn)
+
+    def call(arg: str) -> _T:
+        return kept(arg) if len(arg) <= limit else fn(arg)
+
+    functools.update_wrapper(call, fn)
+    return call
+
+
 def key_words(key: str) -> list[str]:
     """A key's words, lower case: ``DB-PASS`` → db, pass; ``apiKey`` → api, key."""
-    return [w.lower() for w in _WORD_SPLIT.split(key) if w]
+    return list(_words(key))
+
+
+def _split_words(key: str) -> tuple[str, ...]:
+    return tuple(w.lower() for w in _WORD_SPLIT.split(key) if w)
+
+
+_words = _cached(_CACHED_KEY, _split_words)
 
 
 def _is_reference(words: list[str]) -> bool:
@@ -110,7 +140,7 @@ def _names_only(words: list[str]) -> bool:
     return not words or _is_reference(words) or words in (["key"], ["keys"])
 
 
-def is_secret_key(key: str) -> bool:
+def _judge_key(key: str) -> bool:
     """Whether a scalar under ``key`` is a secret: one of its words (case- and
     separator-insensitive) names secret material — pass, passwd, password, token, secret, key,
     auth, credential and their forms — and the key does not merely name, locate or describe a
@@ -130,6 +160,9 @@ def is_secret_key(key: str) -> bool:
         if word in _SECRET_WORDS or any(infix in word for infix in _SECRET_INFIXES):
             return True
     return False
+
+
+is_secret_key = _cached(_CACHED_KEY, _judge_key)
 
 
 # A value that points at a secret instead of holding it: an absolute path of two or more
@@ -350,9 +383,16 @@ def scrub(text: str) -> str:
     text already scrubbed comes back unchanged."""
     if not text or not _MAYBE.search(text):
         return text
+    return _scrubbed(text)
+
+
+def _scrub_all(text: str) -> str:
     for pattern, repl in _RULES:
         text = pattern.sub(repl, text)
     return _key_value(text)
+
+
+_scrubbed = _cached(_CACHED_TEXT, _scrub_all)
 
 
 def clip(text: str, limit: int) -> str:

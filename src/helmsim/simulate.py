@@ -489,9 +489,12 @@ def simulate(
     faults: Any = None,
     setup: Any = None,
     prepared: PreparedCharts | None = None,
+    stop: Callable[[Simulation], bool] | None = None,
 ) -> SimulationResult:
     """Run every HelmRelease on a fresh cluster of ``profile`` until all are Ready or Stalled,
-    or ``horizon`` simulated seconds pass.
+    or ``horizon`` simulated seconds pass, or ``stop(sim)`` says what the caller reads of the
+    run is settled (checked every 5 simulated seconds; the outcomes are then those of the
+    moment it stopped).
 
     ``overrides`` are behaviour overrides (``helmsim.cluster.behaviour.BehaviourOverride``),
     ``faults`` an object with the ``helmsim.cluster.behaviour.Faults`` methods, and ``setup`` a
@@ -507,6 +510,7 @@ def simulate(
         return _simulate(
             profile, releases, rendered, previous, horizon=horizon, seed=seed, sample_latencies=sample_latencies,
             unmapped_ready_after=unmapped_ready_after, overrides=overrides, faults=faults, setup=setup,
+            stop=stop,
         )
 
 
@@ -523,6 +527,7 @@ def _simulate(
     overrides: Sequence[Any],
     faults: Any,
     setup: Any,
+    stop: Callable[[Simulation], bool] | None = None,
 ) -> SimulationResult:
     _check_pod_budget(profile, [*rendered.values(), *previous.values()])
     all_objects = [res.body for cr in (*rendered.values(), *previous.values()) for res in cr.resources]
@@ -588,7 +593,9 @@ def _simulate(
     if hold:
         # a fault changes the cluster after Ready: run until the next interval reconcile saw it
         hold += max((r.hr.spec.interval for r in releases), default=0.0) + UNMAPPED_READY_AFTER
-    _run_until_settled(sim, releases, states, upgrade_start + horizon, kc, hold=min(hold, upgrade_start + horizon))
+    _run_until_settled(
+        sim, releases, states, upgrade_start + horizon, kc, hold=min(hold, upgrade_start + horizon), stop=stop
+    )
     outcomes = [_outcome(r, states, storage, profile.name, rendered.get(r.hr.ref)) for r in releases]
     for r, o in zip(releases, outcomes, strict=True):
         kc.mark_not_applied(r.hr, o)
@@ -876,14 +883,17 @@ def _run_until_settled(
     sim: Simulation, releases: Sequence[ReleaseInput], states: dict[str, ReleaseState], until: float,
     kc: kustomization.Controller | None = None,
     hold: float = 0.0,
+    stop: Callable[[Simulation], bool] | None = None,
 ) -> None:
     """Advance in steps until every release is Ready, or can no longer change: Stalled, its
     chart source failing, or waiting on such a release; and every Kustomization finished a
-    reconcile (a HelmRelease none applied then stays unapplied)."""
+    reconcile (a HelmRelease none applied then stays unapplied); or until ``stop(sim)``."""
     step = 5.0
     by_ref = {r.hr.ref: r for r in releases}
     while sim.now < until:
         sim.run(until=min(until, sim.now + step))
+        if stop is not None and stop(sim):
+            return
         ks_done = (kc is None or kc.settled()) and sim.now >= hold
         if ks_done and all(
             _settled(r.hr.ref, by_ref, states) or (kc is not None and kc.stays_unapplied(r.hr.ref)) for r in releases

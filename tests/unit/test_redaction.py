@@ -316,3 +316,18 @@ def test_redact_object_never_fails_and_is_idempotent(doc: Any, kind: str | None)
         doc = {**doc, "kind": kind}
     once = redact_object(doc)
     assert redact_object(once) == once
+
+
+def test_texts_and_keys_past_the_cached_lengths_are_judged_the_same_way() -> None:
+    # keys up to 256 and texts up to 4,096 characters are judged once and remembered; longer
+    # ones are judged every time, by the same rules
+    from helmsim.redaction import is_secret_key, scrub
+
+    padding = "x" * 5000
+    long_text = f"{padding} password=hunter2 and token: abc123def"
+    out = scrub(long_text)
+    assert "hunter2" not in out and "abc123def" not in out and out.startswith(padding)
+    assert scrub(long_text) == out == scrub(out)
+    long_key = "a" * 300 + "Password"
+    assert is_secret_key(long_key) and is_secret_key(long_key[-20:])
+    assert not is_secret_key("a" * 300 + "SecretName")

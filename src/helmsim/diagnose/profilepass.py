@@ -22,7 +22,7 @@ from helmsim.cluster.profile import ClusterProfile
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Severity
 from helmsim.diagnose.registry import RULES, RuleSpec, all_rules
-from helmsim.diagnose.rules.network import has_race_window
+from helmsim.diagnose.rules.network import RacesSettled, has_race_window
 from helmsim.diagnose.runner import run_nominal, run_tight
 from helmsim.diagnose.sampling import RACE_RULES, Charts
 from helmsim.simulate import ReleaseInput
@@ -72,7 +72,8 @@ def profile_pass(
             and not any(c.rule in RACE_RULES for c in found)
             and (has_race_window(nominal) or has_policies(nominal))
         ):
-            tight_run = run_tight(profile, releases, horizon=horizon, charts=charts)
+            policies = {r.ref for chart in nominal.charts.values() for r in chart.resources if r.kind in POLICY_KINDS}
+            tight_run = run_tight(profile, releases, horizon=horizon, charts=charts, stop=RacesSettled(policies))
             for c in run_rules([r for r in rules if r.id in RACE_RULES], tight_run):
                 c.severity = min(c.severity, Severity.warning)
                 found.append(c)

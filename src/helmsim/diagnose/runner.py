@@ -109,11 +109,13 @@ def run_tight(
     *,
     horizon: float = DEFAULT_HORIZON,
     charts: tuple[dict[str, ChartRelease], dict[str, ChartRelease]] | None = None,
+    stop: Callable[[Simulation], bool] | None = None,
 ) -> ProfileRun:
-    """The same inputs under :func:`tight_profile` with warm images (races show up here)."""
+    """The same inputs under :func:`tight_profile` with warm images (races show up here);
+    ``stop`` ends it early once what its reader needs is settled (``simulate(stop=…)``)."""
     tight = tight_profile(profile)
     rendered, previous = charts if charts is not None else render_all(profile, releases)
-    result = simulate(tight, releases, horizon=horizon, setup=warm_images, prepared=(rendered, previous))
+    result = simulate(tight, releases, horizon=horizon, setup=warm_images, prepared=(rendered, previous), stop=stop)
     result.profile = profile.name
     for o in result.releases:
         o.profile = profile.name

@@ -24,6 +24,7 @@ import re
 
 from msgspec import Struct, field
 
+from helmsim.cluster.engine import Simulation
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
 from helmsim.diagnose.context import ProfileRun
@@ -260,6 +261,38 @@ def policy_propagation_race(run: ProfileRun) -> list[Candidate]:
 def has_race_window(run: ProfileRun) -> bool:
     """Whether some pod came up before its granting policy was in effect (worth a tight run)."""
     return bool(races(run))
+
+
+class RacesSettled:
+    """``stop`` for a tight run (``simulate(stop=…)``): true once :func:`races` can no longer
+    find a denied connection, so HS101 and HS112 have nothing to report whatever happens next.
+
+    :func:`races` counts a pod's ``connect-denied`` only up to the first ``policy-in-effect`` of
+    the chart policy granting its need, and only for pods up before it. Once every chart policy
+    had its first ``policy-in-effect`` strictly before now and no connection was denied so far,
+    every later event is past each of those limits: each race keeps an empty ``denied`` list
+    and :func:`_candidate` makes nothing of it. A tight run of a release that stalls (pods that
+    do not fit) then stops seconds in instead of retrying the pods until Helm's timeout.
+    """
+
+    def __init__(self, policies: set[str]) -> None:
+        self._pending = set(policies)  # chart policies not yet in effect ("Kind/ns/name")
+        self._last = 0.0  # the latest first policy-in-effect seen
+        self._read = 0  # trace events read so far
+        self._denied = False
+
+    def __call__(self, sim: Simulation) -> bool:
+        trace = sim.trace
+        for i in range(self._read, len(trace)):
+            e = trace[i]
+            if e.what == "connect-denied":
+                self._denied = True
+            elif e.what == "policy-in-effect" and e.obj in self._pending:
+                self._pending.discard(e.obj)
+                self._last = max(self._last, e.time)
+        self._read = len(trace)
+        # events still pending at ``now`` happen at ``now`` or later: past every limit (+1e-9)
+        return not self._denied and not self._pending and sim.now > self._last + 1e-6
 
 
 @rule(
