@@ -96,20 +96,32 @@ _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-
 
 
 # A report judges the same few hundred keys tens of thousands of times (every object's fields,
-# every message's key=value pairs) and scrubs the same texts in every finding's chain: keys and
-# texts up to these lengths are judged once (the answers are functions of the argument alone),
-# at most this many of each kept.
-_CACHED_KEY = 256
-_CACHED_TEXT = 4096
-_CACHE_ENTRIES = 1 << 14
+# every message's key=value pairs) and scrubs the same texts in every finding's chain (a
+# 1,000-object check: 1,600 texts of 8-9 KB, most of them repeated): each key and text is judged
+# once (the answers are functions of the argument alone) while the arguments kept stay under a
+# budget of characters; past it the cache starts again.
+_CACHE_BUDGET = 1 << 24
+"""Characters of arguments one cache keeps (16 Mi: at most a few tens of MB)."""
 
 
-def _cached(limit: int, fn: Callable[[str], _T]) -> Callable[[str], _T]:
-    """``fn`` with its answers kept for arguments up to ``limit`` characters."""
-    kept = functools.lru_cache(maxsize=_CACHE_ENTRIES)(fn)
+def _cached(fn: Callable[[str], _T], budget: int = _CACHE_BUDGET) -> Callable[[str], _T]:
+    """``fn`` with its answers kept while the arguments kept total at most ``budget`` characters."""
+    kept: dict[str, _T] = {}
+    size = 0
 
     def call(arg: str) -> _T:
-        return kept(arg) if len(arg) <= limit else fn(arg)
+        nonlocal size
+        found = kept.get(arg, kept)
+        if found is not kept:
+            return found  # type: ignore[return-value]
+        answer = fn(arg)
+        if len(arg) <= budget:
+            if size + len(arg) > budget:
+                kept.clear()
+                size = 0
+            kept[arg] = answer
+            size += len(arg)
+        return answer
 
     functools.update_wrapper(call, fn)
     return call
@@ -124,7 +136,7 @@ def _split_words(key: str) -> tuple[str, ...]:
     return tuple(w.lower() for w in _WORD_SPLIT.split(key) if w)
 
 
-_words = _cached(_CACHED_KEY, _split_words)
+_words = _cached(_split_words)
 
 
 def _is_reference(words: list[str]) -> bool:
@@ -162,7 +174,7 @@ def _judge_key(key: str) -> bool:
     return False
 
 
-is_secret_key = _cached(_CACHED_KEY, _judge_key)
+is_secret_key = _cached(_judge_key)
 
 
 # A value that points at a secret instead of holding it: an absolute path of two or more
@@ -392,7 +404,7 @@ def _scrub_all(text: str) -> str:
     return _key_value(text)
 
 
-_scrubbed = _cached(_CACHED_TEXT, _scrub_all)
+_scrubbed = _cached(_scrub_all)
 
 
 def clip(text: str, limit: int) -> str:

@@ -318,10 +318,24 @@ def test_redact_object_never_fails_and_is_idempotent(doc: Any, kind: str | None)
     assert redact_object(once) == once
 
 
-def test_texts_and_keys_past_the_cached_lengths_are_judged_the_same_way() -> None:
-    # keys up to 256 and texts up to 4,096 characters are judged once and remembered; longer
-    # ones are judged every time, by the same rules
-    from helmsim.redaction import is_secret_key, scrub
+def test_the_redaction_caches_answer_as_the_rules_do_and_stay_within_their_budget() -> None:
+    # keys and texts are judged once and remembered while the remembered arguments fit a
+    # budget of characters; past it the cache starts again and answers are unchanged
+    from helmsim.redaction import _cached, is_secret_key, scrub
+
+    calls: list[str] = []
+
+    def judge(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    small = _cached(judge, budget=10)
+    assert [small("abcd"), small("abcd"), small("efghij"), small("abcd")] == [4, 4, 6, 4]
+    assert calls == ["abcd", "efghij"]  # 4 + 6 characters: both kept
+    assert small("klm") == 3 and small("abcd") == 4  # 13 > 10: started again
+    assert calls == ["abcd", "efghij", "klm", "abcd"]
+    assert small("x" * 11) == 11 and small("x" * 11) == 11  # longer than the budget: never kept
+    assert calls[-2:] == ["x" * 11, "x" * 11]
 
     padding = "x" * 5000
     long_text = f"{padding} password=hunter2 and token: abc123def"
