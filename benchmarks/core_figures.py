@@ -7,6 +7,7 @@ readinessProbe, NetworkPolicy), rendered by Helm's engine from a generated chart
   process, on ``benchmarks/profiles/kind-bench.yaml`` (kind with ten more nodes: the release's 500
   pods do not fit kind's single node of 110, where it correctly ends Stalled), and on plain
   ``kind`` too, where the scheduler retries the 390 pods that do not fit until the release stalls;
+  and with ``--format html`` (the report's timeline has a lane per object);
 - simulate wall ÷ render wall on the seed-1 chart (cilium-always install): each command a fresh
   process, as a user runs them (the goal's figure), and inside one warm process;
 - engine cost per object (simulation only, charts rendered beforehand, kind-bench) from 100 to
@@ -178,6 +179,11 @@ def simulate_end_to_end(chart: Path, repeat: int) -> None:
     _line("peak RSS of that simulate", f"{rss} MB", "< 300 MB", rss < 300)
     wall, cpu, code, rss = _best_process([*argv, "--profile", "kind"], 1)
     _line(f"simulate, 1,000 objects, plain kind (exit {code}: Stalled, 390 pods unschedulable)", f"{wall:.2f} s (cpu {cpu:.2f})", "")
+    # the HTML report's timeline: one lane per object (its lanes were compared pairwise before)
+    with tempfile.TemporaryDirectory() as out:
+        html = [*argv, "--profile", str(BENCH_PROFILE), "--format", "html", "-o", str(Path(out) / "run.html")]
+        wall, cpu, code, _ = _best_process(html, repeat)
+    _line(f"  the same on kind-bench, --format html (exit {code})", f"{wall:.2f} s (cpu {cpu:.2f})", "")
 
 
 def seed1_ratio(repeat: int) -> None:

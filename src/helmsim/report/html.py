@@ -930,8 +930,9 @@ def _timeline_html(
     out.append('<div class="tl-scroll"><div class="tl-body">')
     out.append(_axis(end))
     out.append(f'<ol class="lanes" aria-label="Lanes of {_e(o.namespace)}/{_e(o.name)}">')
+    parents = {lane.parent for lane in tl.lanes}  # lanes with a lane nested under them
     for lane in tl.lanes:
-        out.append(_lane_html(r, lane, end, tl, index))
+        out.append(_lane_html(r, lane, end, tl, index, lane.key in parents))
     out.append("</ol>")
     out.append(
         f'<div class="verdict-line" style="--p:{min(1.0, tl.verdict_time / end):.5f}" aria-hidden="true"></div>'
@@ -969,7 +970,9 @@ def _axis(end: float) -> str:
     )
 
 
-def _lane_html(r: int, lane: Lane, end: float, tl: ReleaseTimeline, index: Mapping[str, Any]) -> str:
+def _lane_html(
+    r: int, lane: Lane, end: float, tl: ReleaseTimeline, index: Mapping[str, Any], has_children: bool
+) -> str:
     lid = index["lanes"][lane.key]
     ns = lane.namespace or "(cluster)"
     label_note = f'<span class="note-tag">{_e(lane.note)}</span>' if lane.note else ""
@@ -982,7 +985,7 @@ def _lane_html(r: int, lane: Lane, end: float, tl: ReleaseTimeline, index: Mappi
         and not lane.cited_by
         and not lane.needs
         and all(s.style in ("ok", "neutral") for s in lane.spans)
-        and not any(other.parent == lane.key for other in tl.lanes)
+        and not has_children
     )
     needs = "".join(
         f'<a class="needs" href="#{index["lanes"][key]}">needs {_e(key.split("/", 1)[0])}'
