@@ -51,8 +51,18 @@ _AMBIGUOUS_WORDS = frozenset(
     "y Y yes Yes YES n N no No NO on On ON off Off OFF =".split()
 )
 # ... or as different numbers: leading-zero octals (0777 is 511 in Go, 777 in YAML 1.2), 0b
-# binaries, and "_1" (a string in Go). Over-matching only costs speed.
-_NUMERIC_SUSPECT = re.compile(r"[\s:\[{,?-][-+]?(?:0[0-9_bB]|_)")
+# binaries, and "_1" (a string in Go). The text is searched for a plain scalar that is such a
+# number as a whole: where a scalar can begin (the start of a line, after a blank or a flow
+# indicator, or after a ':' or '-' that does not follow a letter or digit: {"a":012}, [-012]) and
+# ending where a scalar can end. A kubectl dump's times and dates (2026-01-01T00:00:05Z) and uids
+# (00000000-0000-…) are not such numbers, so they no longer send every object to the slow path.
+# Over-matching only costs speed.
+_NUMERIC_SUSPECT = re.compile(
+    r"(?:^|[\s\[{,?]|(?<![0-9A-Za-z])[:-])"
+    r"[-+]?(?:0[0-9_]+|0[bB][01_]*|_[0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9_]+)?"
+    r"(?=[ \t]*(?:$|[\r\n,\]}#]|:(?:\s|$)))",
+    re.MULTILINE,
+)
 # Tags and anchors (yaml-rs reads !!set, !!binary and self-referencing anchors differently from
 # go-yaml) and characters YAML forbids (yaml-rs accepts some) send a document to PyYAML.
 # Over-matching only costs speed.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helmsim import yamlio
 from helmsim.errors import InputError
@@ -105,3 +107,45 @@ def test_merge_keys_are_supported() -> None:
         "a": {"b": 1},
         "c": {"b": 1, "d": True},
     }
+
+
+_SCALARS = st.sampled_from(
+    [
+        "0777", "-010", "+012", "0b101", "1_000", "_1", "012", "0", "42", "1e3", "0.5",
+        '"2026-01-01T00:00:05Z"', "2026-01-01T10:00:05Z", "2026-01-01", "08:05", "10:08:09",
+        "ab12cd34-0b5e-11ef-8c2d-0242ac120002", '"0777"', "'012'", "app-05-0b1c", "v1.0-08",
+        "00000000-0000-4000-8000-000000000000", "0123abc", "00.5e-3", "0_7", "08", "0b", "-_1",
+    ]
+)
+
+
+def _doc(draw: st.DrawFn) -> str:
+    form = draw(st.sampled_from(["block", "flow-json", "flow", "seq", "key", "alone", "comment"]))
+    a, b = draw(_SCALARS), draw(_SCALARS)
+    if form == "alone":  # the whole document, at the very start of the text
+        return f"{a}\n"
+    if form == "comment":
+        return f"a: {a} # note\nb:\n  - {b}\n"
+    if form == "block":
+        return f"metadata:\n  a: {a}\n  b: {b}\n"
+    if form == "flow-json":  # a value right after a quoted key's ':' in a flow mapping
+        return f'{{"a":{a}, "b": {b}}}\n'
+    if form == "flow":
+        return f"v: [{a},{b}, -{a}]\n"
+    if form == "seq":
+        return f"- {a}\n- -{b}\n"
+    return f"{a}: {b}\n"
+
+
+@given(st.composite(_doc)())
+@settings(max_examples=300, deadline=None)
+def test_the_fast_path_reads_go_numbers_times_and_uids_as_go_yaml_does(text: str) -> None:
+    # the text filter that sends a document to the go-yaml path looks where a plain scalar can
+    # start; times, dates and uids inside a token are not such places
+    try:
+        slow = yamlio._load_goyaml(text, "f.yaml", 1)
+    except Exception as err:  # noqa: BLE001 - both paths must refuse the same documents
+        with pytest.raises(type(err)):
+            yamlio.load_one(text, "f.yaml")
+        return
+    assert yamlio.load_one(text, "f.yaml") == slow
