@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from helmsim.cluster.netstate import POLICY_KINDS
 from helmsim.cluster.profile import load_profile
 from helmsim.cluster.trace import Trace
 from helmsim.diagnose.context import ProfileRun
-from helmsim.diagnose.profilepass import run_rules
+from helmsim.diagnose.profilepass import chart_policies, run_rules
 from helmsim.diagnose.registry import RULES, all_rules
 from helmsim.diagnose.rules.network import RacesSettled
 from helmsim.diagnose.runner import run_nominal, run_tight
@@ -80,7 +79,7 @@ def test_the_race_rules_find_on_the_stopped_run_what_they_find_on_the_full_one(
     releases = _inputs(chart, sets)
     nominal = run_nominal(prof, releases)
     charts = (nominal.charts, nominal.previous)
-    policies = {r.ref for c in nominal.charts.values() for r in c.resources if r.kind in POLICY_KINDS}
+    policies = chart_policies(nominal)
     full = run_tight(prof, releases, charts=charts)
     stopped = run_tight(prof, releases, charts=charts, stop=RacesSettled(policies))
     assert _races(stopped) == _races(full)
@@ -95,7 +94,7 @@ def test_a_stalling_release_stops_seconds_into_its_tight_run() -> None:
     nominal = run_nominal(prof, releases)
     assert [o.outcome for o in nominal.result.releases] == ["Stalled"]
     charts = (nominal.charts, nominal.previous)
-    policies = {r.ref for c in nominal.charts.values() for r in c.resources if r.kind in POLICY_KINDS}
+    policies = chart_policies(nominal)
     assert len(policies) == 60
     full = run_tight(prof, releases, charts=charts)
     stopped = run_tight(prof, releases, charts=charts, stop=RacesSettled(policies))

@@ -35,11 +35,14 @@ Tick = Callable[[int, int], None]
 OnPass = Callable[[ClusterProfile, ProfileRun, list[Candidate]], None]
 
 
+def chart_policies(run: ProfileRun) -> set[str]:
+    """The network policies the release ships (``Kind/ns/name``)."""
+    return {r.ref for chart in run.charts.values() for r in chart.resources if r.kind in POLICY_KINDS}
+
+
 def has_policies(run: ProfileRun) -> bool:
     """The release ships network policies and the profile enforces them: races may hide."""
-    if not run.profile.cni.enforces_policies:
-        return False
-    return any(r.kind in POLICY_KINDS for chart in run.charts.values() for r in chart.resources)
+    return run.profile.cni.enforces_policies and bool(chart_policies(run))
 
 
 def run_rules(rules: Sequence[RuleSpec], run: ProfileRun) -> list[Candidate]:
@@ -72,8 +75,8 @@ def profile_pass(
             and not any(c.rule in RACE_RULES for c in found)
             and (has_race_window(nominal) or has_policies(nominal))
         ):
-            policies = {r.ref for chart in nominal.charts.values() for r in chart.resources if r.kind in POLICY_KINDS}
-            tight_run = run_tight(profile, releases, horizon=horizon, charts=charts, stop=RacesSettled(policies))
+            stop = RacesSettled(chart_policies(nominal))
+            tight_run = run_tight(profile, releases, horizon=horizon, charts=charts, stop=stop)
             for c in run_rules([r for r in rules if r.id in RACE_RULES], tight_run):
                 c.severity = min(c.severity, Severity.warning)
                 found.append(c)
