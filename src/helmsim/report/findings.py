@@ -23,10 +23,11 @@ from helmsim.montecarlo import Stat
 from helmsim.report.safe import dump_json, safe_text
 from helmsim.report.verdict import (
     OUTCOME_STYLE,
+    Fold,
     Row,
     counted,
     finding_head,
-    finding_rows,
+    fold_alike,
     labelled,
     print_notes,
     variant_note,
@@ -276,8 +277,8 @@ def _render_body(report: CheckReport, console: Console, *, timeline: bool = Fals
         console.print()
     if not report.findings:
         console.print("No findings.", style="green")
-    for f, dependents in report.root_causes():
-        render_finding(f, dependents, console, profiles=report.profiles, timeline=timeline)
+    for fold in fold_alike(report.root_causes(), profiles=report.profiles, rule_id=False):
+        render_fold(fold, console, timeline=timeline)
 
 
 def _render_tail(report: CheckReport, console: Console) -> None:
@@ -305,20 +306,13 @@ def _counts(groups: Sequence[tuple[Finding, list[Finding]]], suppressed: Sequenc
     return summary
 
 
-def render_finding(
-    f: Finding,
-    dependents: Sequence[Finding],
-    console: Console,
-    *,
-    profiles: Sequence[str] | None,
-    timeline: bool = False,
-) -> None:
-    """One root cause: its head, object, cause, fixes with their verification, the blocked
-    dependents; with ``timeline`` the causal chain (up to two distinct ones)."""
-    wrapped(console, finding_head(f))
-    rows = finding_rows(f, dependents, profiles=profiles, rule_id=False)
+def render_fold(fold: Fold, console: Console, *, timeline: bool = False) -> None:
+    """A root cause and those alike (:func:`helmsim.report.verdict.fold_alike`): the first in
+    full, the others by name; with ``timeline`` the first's causal chain."""
+    wrapped(console, finding_head(fold.first))
+    rows = fold.all_rows()
     if timeline:
-        rows += _chain_rows(f)
+        rows += _chain_rows(fold.first)
     labelled(console, rows)
     console.print()
 

@@ -17,7 +17,7 @@ from rich.text import Text
 from helmsim.cluster.trace import TraceEvent
 from helmsim.config import config_file, describe
 from helmsim.report.safe import dump_json, safe_text
-from helmsim.report.verdict import OUTCOME_STYLE, Row, counted, finding_rows, labelled, print_notes, wrapped
+from helmsim.report.verdict import OUTCOME_STYLE, Row, counted, fold_alike, labelled, print_notes, wrapped
 from helmsim.simulate import ReleaseOutcome, SimulationResult
 
 if TYPE_CHECKING:
@@ -139,9 +139,8 @@ def _render_releases(result: SimulationResult, diagnosis: CheckReport | None, co
         head = Text.assemble((safe_text(ref), "bold"), "  ", (_verdict(o), OUTCOME_STYLE.get(o.outcome, "")))
         wrapped(console, head)
         rows = [Row("flux", _summary_message(o))] if o.simulated or o.outcome != "Ready" else []
-        for f, deps in groups:
-            if f.release == ref:
-                rows += finding_rows(f, deps)
+        for fold in fold_alike((f, deps) for f, deps in groups if f.release == ref):
+            rows += fold.all_rows()
         labelled(console, rows)
     for k in result.kustomizations:
         style = "green" if k.ready == "True" else ("red" if k.ready == "False" else "cyan")

@@ -10,7 +10,7 @@ Rich ``Text`` (which would silently drop a BEL instead of showing it escaped).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from msgspec import Struct
 from rich.console import Console
@@ -133,6 +133,69 @@ def finding_rows(
         names = ", ".join(d.release for d in sorted(dependents, key=lambda d: d.release))
         rows.append(Row("blocks", f"{names}: Blocked, they dependsOn it ({dependents[0].rule})", "yellow"))
     return rows
+
+
+ALIKE_SHOWN = 10
+"""How many of a fold's other objects the text names (``--format json`` lists every finding)."""
+
+
+class Fold(Struct):
+    """Root causes that read the same but for their object: ``first`` in full, ``others`` by name."""
+
+    first: Finding
+    dependents: list[Finding]
+    rows: list[Row]
+    others: list[Finding]
+
+    def all_rows(self) -> list[Row]:
+        """The first finding's rows, then one ``also`` row naming the others (if any)."""
+        if not self.others:
+            return list(self.rows)
+        names = [f.location.obj for f in self.others]
+        shown = ", ".join(names[:ALIKE_SHOWN])
+        rest = len(names) - ALIKE_SHOWN
+        tail = f" and {rest} more (--format json lists each)" if rest > 0 else ""
+        return [*self.rows, Row("also", f"{counted(len(names), 'more object')} the same: {shown}{tail}")]
+
+
+def fold_alike(
+    groups: Iterable[tuple[Finding, list[Finding]]],
+    *,
+    profiles: Sequence[str] | None = None,
+    rule_id: bool = True,
+) -> list[Fold]:
+    """Root causes (with their dependents) folded where their heads and rows
+    (:func:`finding_rows`) are the same text once each one's own object name is masked: the
+    250 Deployments of one template that do not fit the node read as one block naming the
+    others, in the order of their first member."""
+    folds: dict[tuple[object, ...], Fold] = {}
+    for f, deps in groups:
+        rows = finding_rows(f, deps, profiles=profiles, rule_id=rule_id)
+        mask = _name_mask(f.location.obj)
+        shape = (
+            finding_head(f).plain,
+            tuple((r.label, mask(r.text.plain if isinstance(r.text, Text) else r.text), r.style) for r in rows),
+        )
+        fold = folds.get(shape)
+        if fold is None:
+            folds[shape] = Fold(f, list(deps), rows, [])
+        else:
+            fold.others.append(f)
+    return list(folds.values())
+
+
+def _name_mask(obj: str) -> Callable[[str], str]:
+    """Text with ``obj``'s ref and its name (alone or as the stem of a generated name:
+    ``app-1`` in ``app-1-7d9f-x2kq``, not in ``app-10``) replaced by a placeholder."""
+    name = obj.rsplit("/", 1)[-1]
+    if not name:
+        return lambda text: text
+    stem = re.compile(rf"(?<![\w.-]){re.escape(name)}(?:-[a-z0-9]+)*(?![\w.-])")
+
+    def mask(text: str) -> str:
+        return stem.sub("\x00", text.replace(obj, "\x00"))
+
+    return mask
 
 
 def finding_head(finding: Finding) -> Text:
