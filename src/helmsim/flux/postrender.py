@@ -168,11 +168,11 @@ FILENAME = "postrenderer.helm.sh/postrender-filename"  # helm/helm pkg/action/ac
 def _run(group: Objects, chain: list[Renderer], what: str) -> Objects:
     """annotateAndMerge → the post-renderers → splitAndDeannotate: each document carries its
     file name in an annotation through the renderers and is matched back to its template."""
-    import copy
+    from helmsim.cluster.store import clone  # the renderers change the bodies in place
 
     bodies: list[dict[str, Any]] = []
     for source, body in group:
-        body = copy.deepcopy(body)
+        body = clone(body)
         head = body.setdefault("metadata", {})
         if not isinstance(head.get("annotations"), dict):
             head["annotations"] = {}
