@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from msgspec import Struct
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
@@ -97,10 +98,18 @@ def status_cmd(
     if fmt is Format.json:
         emit(dump_json([r.to_dict() for r in rows]), output)
     elif rows:
-        table, width = _table(rows)
-        if console.is_terminal and not (output and output != "-"):
-            console.print(table)
-        else:  # piped or to a file: one unfolded line per object, no trailing padding
+        cells = [_cells(r) for r in rows]
+        lines = _plain_lines(cells)
+        to_terminal = console.is_terminal and not (output and output != "-")
+        if to_terminal and (lines is None or _width(cells) > console.width >= _fixed_width(cells) + _MESSAGE_MIN):
+            console.print(_table(cells)[0])  # Rich folds the messages to the terminal's width
+        elif to_terminal and lines is not None:
+            head = Text(lines[0], style="bold")
+            console.print(Text("\n").join([head, *(Text(line) for line in lines[1:])]), soft_wrap=True, crop=False)
+        elif lines is not None:  # piped or to a file: one unfolded line per object
+            emit("".join(line + "\n" for line in lines), output)
+        else:
+            table, width = _table(cells)
             out = io.StringIO()
             SafeConsole(file=out, width=width, color_system=None).print(table)
             emit("".join(line.rstrip() + "\n" for line in out.getvalue().splitlines()), output)
@@ -156,15 +165,54 @@ def _check(value: Any, source: str, line: int) -> None:
 
 
 _COLUMNS = ("kind", "namespace", "name", "status", "message")
+_GAP = 2
+"""Spaces between columns: Rich's cell padding (0, 1) without edge padding."""
 
 
-def _table(rows: list[Row]) -> tuple[Table, int]:
+def _cells(row: Row) -> list[str]:
+    d = row.to_dict()
+    return [safe_text(d[c]) for c in _COLUMNS]
+
+
+_MESSAGE_MIN = 20
+"""Columns a terminal must leave the message for the table to fold it there; on a narrower one
+the lines are printed whole (the terminal wraps them), since Rich would cut the names."""
+
+
+def _fixed_width(cells: list[list[str]]) -> int:
+    """The width of every column but the message, with the gaps."""
+    return sum(_widths(cells)[:-1]) + _GAP * (len(_COLUMNS) - 1)
+
+
+def _width(cells: list[list[str]]) -> int:
+    """The width that shows every cell on one line."""
+    return sum(_widths(cells)) + _GAP * (len(_COLUMNS) - 1)
+
+
+def _widths(cells: list[list[str]]) -> list[int]:
+    return [max(len(c), *(cell_len(line[i]) for line in cells)) for i, c in enumerate(_COLUMNS)]
+
+
+def _plain_lines(cells: list[list[str]]) -> list[str] | None:
+    """The header and one line per object, laid out as the Rich table prints them at
+    :func:`_width` (columns padded to their widest cell, two spaces apart, no trailing blanks),
+    without Rich's per-cell rendering (1.4 s of 1.9 s for 5,000 objects); None when a cell
+    holds a line break or a tab, which only Rich lays out."""
+    if any(ch in c for line in cells for c in line for ch in "\n\r\t"):
+        return None
+    widths = _widths(cells)
+    out = []
+    for line in [[c.upper() for c in _COLUMNS], *cells]:
+        padded = [c + " " * (w - cell_len(c)) for c, w in zip(line, widths, strict=True)]
+        out.append((" " * _GAP).join(padded).rstrip())
+    return out
+
+
+def _table(cells: list[list[str]]) -> tuple[Table, int]:
     """The table and the width that shows every cell on one line."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in _COLUMNS:
         table.add_column(col.upper(), no_wrap=col != "message", overflow="fold")
-    cells = [[safe_text(r.to_dict()[c]) for c in _COLUMNS] for r in rows]
     for line in cells:
         table.add_row(*(Text(c) for c in line))  # Text: messages are never read as markup
-    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(_COLUMNS)]
-    return table, sum(widths) + 2 * (len(_COLUMNS) - 1)
+    return table, _width(cells)
