@@ -62,6 +62,19 @@ def test_simulate_folds_the_same_way(chart: Path) -> None:
     assert "also 2 more objects the same: Deployment/default/app-10, Deployment/default/app-2 " in flat
 
 
+def test_simulate_points_at_check_for_the_full_list(chart: Path, tmp_path: Path) -> None:
+    """``simulate --format json`` has no findings: past the names shown, its text points at
+    ``check``'s JSON for the rest."""
+    values = tmp_path / "many.yaml"
+    # merged with the chart's app-1, app-2, app-10 and solo: 14 Deployments of 2 replicas
+    values.write_text("apps: {solo: 2, " + ", ".join(f"app-{i}: 2" for i in range(13)) + "}\n")
+    code, flat = _run("simulate", str(chart), "-p", "kind", "-f", str(values))
+    assert code == 1
+    assert flat.count("cause HS115:") == 1
+    assert "also 13 more objects the same: " in flat
+    assert f" and {13 - ALIKE_SHOWN} more (helmsim check --format json lists each)" in flat
+
+
 def _finding(obj: str, message: str, fix: str = "run fewer pods, or on more nodes") -> Finding:
     occ = Occurrence("kind", Severity.error, "Stalled", message, [])
     return Finding("HS115", "pod-unschedulable", "t/t", Location(obj, "templates/a.yaml", 4), [occ], [Fix(fix)])

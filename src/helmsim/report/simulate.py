@@ -139,7 +139,8 @@ def _render_releases(result: SimulationResult, diagnosis: CheckReport | None, co
         head = Text.assemble((safe_text(ref), "bold"), "  ", (_verdict(o), OUTCOME_STYLE.get(o.outcome, "")))
         wrapped(console, head)
         rows = [Row("flux", _summary_message(o))] if o.simulated or o.outcome != "Ready" else []
-        for fold in fold_alike((f, deps) for f, deps in groups if f.release == ref):
+        mine = ((f, deps) for f, deps in groups if f.release == ref)
+        for fold in fold_alike(mine, listed="helmsim check --format json"):  # simulate's JSON has no findings
             rows += fold.all_rows()
         labelled(console, rows)
     for k in result.kustomizations:

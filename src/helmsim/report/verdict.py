@@ -136,7 +136,7 @@ def finding_rows(
 
 
 ALIKE_SHOWN = 10
-"""How many of a fold's other objects the text names (``--format json`` lists every finding)."""
+"""How many of a fold's other objects the text names (``check --format json`` lists every finding)."""
 
 
 class Fold(Struct):
@@ -146,6 +146,8 @@ class Fold(Struct):
     dependents: list[Finding]
     rows: list[Row]
     others: list[Finding]
+    listed: str = "--format json"
+    """What lists every finding, for the ``also`` row of a fold of more than ``ALIKE_SHOWN``."""
 
     def all_rows(self) -> list[Row]:
         """The first finding's rows, then one ``also`` row naming the others (if any)."""
@@ -154,7 +156,7 @@ class Fold(Struct):
         names = [f.location.obj for f in self.others]
         shown = ", ".join(names[:ALIKE_SHOWN])
         rest = len(names) - ALIKE_SHOWN
-        tail = f" and {rest} more (--format json lists each)" if rest > 0 else ""
+        tail = f" and {rest} more ({self.listed} lists each)" if rest > 0 else ""
         return [*self.rows, Row("also", f"{counted(len(names), 'more object')} the same: {shown}{tail}")]
 
 
@@ -163,11 +165,12 @@ def fold_alike(
     *,
     profiles: Sequence[str] | None = None,
     rule_id: bool = True,
+    listed: str = "--format json",
 ) -> list[Fold]:
     """Root causes (with their dependents) folded where their heads and rows
     (:func:`finding_rows`) are the same text once each one's own object name is masked: the
     250 Deployments of one template that do not fit the node read as one block naming the
-    others, in the order of their first member."""
+    others, in the order of their first member. ``listed`` names what lists every finding."""
     folds: dict[tuple[object, ...], Fold] = {}
     for f, deps in groups:
         rows = finding_rows(f, deps, profiles=profiles, rule_id=rule_id)
@@ -178,7 +181,7 @@ def fold_alike(
         )
         fold = folds.get(shape)
         if fold is None:
-            folds[shape] = Fold(f, list(deps), rows, [])
+            folds[shape] = Fold(f, list(deps), rows, [], listed)
         else:
             fold.others.append(f)
     return list(folds.values())
