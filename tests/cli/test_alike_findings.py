@@ -108,3 +108,23 @@ def test_the_mask_takes_the_name_and_its_generated_names_only() -> None:
     mask = _name_mask("Deployment/t/app-1")
     assert mask("Deployment/t/app-1 pods app-1-845656645f-gzjw2, app-1") == "\x00 pods \x00, \x00"
     assert mask("app-10 myapp-1 app-1.example") == "app-10 myapp-1 app-1.example"
+
+
+def test_check_html_cites_every_lane_of_a_fold_from_one_finding(chart: Path, tmp_path: Path) -> None:
+    """The page lists a fold once, citing each object's lane (the 1,000-object check's page went
+    from 1,588 findings and 32 MB to 20 and 11 MB): every Deployment stays linked."""
+    import re
+
+    out = tmp_path / "check.html"
+    code, _ = _run("check", str(chart), "-p", "kind", "--format", "html", "-o", str(out))
+    assert code == 1
+    page = out.read_text()
+    items = re.findall(r'<li class="finding[^"]*" id="finding-F\d+">(.*?)</li>\s*(?=<li class="finding|</ol>)', page, re.S)
+    unschedulable = [i for i in items if re.search(r"<strong>F\d+ · error: HS115 ", i)]
+    assert len(unschedulable) == 2
+    first = next(i for i in unschedulable if "Deployment/default/app-1:" in i)
+    assert "The same for 2 more objects, each cited below." in first
+    cites = re.search(r'<p class="cites">Lanes: (.*?)</p>', first, re.S)
+    assert cites is not None
+    linked = re.findall(r'data-focus="lane-r0-deployment-default-([a-z0-9-]+)"', cites.group(1))
+    assert linked == ["app-1", "app-10", "app-2"]
