@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,14 @@ def behaviour_notes(result: SimulationResult, container: str) -> list[str]:
         for e in result.trace
         if e.what == "behaviour" and e.message.startswith(prefix)
     ]
+
+
+_ENTRY = re.compile(r"^behaviour from catalog entry (\S+) ")
+
+
+def catalog_entries(result: SimulationResult, container: str) -> set[str]:
+    """The catalog entries ``container`` matched in the run (its ``behaviour`` trace lines)."""
+    return {m[1] for n in behaviour_notes(result, container) if (m := _ENTRY.match(n))}
 
 
 def restarts(result: SimulationResult, namespace: str = "default") -> dict[str, int]:

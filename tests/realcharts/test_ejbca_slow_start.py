@@ -7,7 +7,7 @@ the database once at start and exit when refused: bitnami/ejbca's defaults were 
 
 from __future__ import annotations
 
-from realcharts_helpers import behaviour_notes, check_chart, restarts, simulate_chart
+from realcharts_helpers import behaviour_notes, catalog_entries, check_chart, restarts, simulate_chart
 
 CHART = "ejbca-slow-start"
 
@@ -15,9 +15,8 @@ CHART = "ejbca-slow-start"
 def test_the_delay_of_the_probe_is_the_cause_and_a_longer_timeout_fixes_it() -> None:
     result = simulate_chart(CHART, "kind")
     assert result.releases[0].outcome == "Stalled"
-    notes = behaviour_notes(result, "ejbca")
-    assert any(n.startswith("behaviour from catalog entry bitnami-ejbca (") for n in notes)
-    assert "needs svc/default/ejbca-slow-start-db:3306 (catalog entry)" in notes
+    assert catalog_entries(result, "ejbca") == {"bitnami-ejbca"}
+    assert "needs svc/default/ejbca-slow-start-db:3306 (catalog entry)" in behaviour_notes(result, "ejbca")
     assert all(v == 0 for v in restarts(result).values())  # it waited for the database: no exit
     report = check_chart(CHART, "kind", release_name="ejbca-slow-start", verify_fixes=True)
     rules = {f.rule for f in report.findings}

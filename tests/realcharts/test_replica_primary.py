@@ -6,7 +6,7 @@ DNS nor the primary and are never Ready."""
 
 from __future__ import annotations
 
-from realcharts_helpers import behaviour_notes, restarts, simulate_chart
+from realcharts_helpers import behaviour_notes, catalog_entries, restarts, simulate_chart
 
 CHART = "replica-primary"
 
@@ -15,7 +15,7 @@ def test_replicas_wait_for_the_primary_without_restarting() -> None:
     result = simulate_chart(CHART, "cilium-always")
     assert result.releases[0].outcome == "Ready"
     notes = behaviour_notes(result, "valkey")
-    assert any(n.startswith("behaviour from catalog entry bitnami-valkey-replica (") for n in notes)
+    assert "bitnami-valkey-replica" in catalog_entries(result, "valkey")
     assert "needs svc/default/kv-headless:6379 (catalog entry)" in notes
 
 

@@ -7,7 +7,7 @@ alarm (catalog entries bitnami-spark-worker, bitnami-spark-master)."""
 
 from __future__ import annotations
 
-from realcharts_helpers import behaviour_notes, restarts, simulate_chart
+from realcharts_helpers import behaviour_notes, catalog_entries, restarts, simulate_chart
 
 CHART = "spark-workers"
 
@@ -15,10 +15,9 @@ CHART = "spark-workers"
 def test_workers_wait_for_the_master_and_the_release_gets_ready() -> None:
     result = simulate_chart(CHART, "kind")
     assert result.releases[0].outcome == "Ready"
-    notes = behaviour_notes(result, "spark-worker")
-    assert any(n.startswith("behaviour from catalog entry bitnami-spark-worker (") for n in notes)
-    assert "needs svc/default/spark-workers-master-svc:7077 (catalog entry)" in notes
-    assert any(n.startswith("behaviour from catalog entry bitnami-spark-master (") for n in behaviour_notes(result, "spark-master"))
+    assert catalog_entries(result, "spark-worker") == {"bitnami-spark-worker"}
+    assert catalog_entries(result, "spark-master") == {"bitnami-spark-master"}
+    assert "needs svc/default/spark-workers-master-svc:7077 (catalog entry)" in behaviour_notes(result, "spark-worker")
     # the first worker came up before the master was ready: it retried, it did not exit
     assert any(e.what == "connect-refused" for e in result.trace if "spark-workers-worker-0" in e.obj)
     assert all(v == 0 for v in restarts(result).values())
