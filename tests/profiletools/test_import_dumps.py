@@ -424,3 +424,24 @@ def test_resource_quotas_and_limit_ranges_are_imported_without_their_status(tmp_
         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute", "namespace": "team-a"}, "spec": items[0]["spec"]},
     ]
     assert load_profile(str(out)).objects  # loads
+
+
+def test_a_gke_cluster_is_imported_with_its_metadata_server(tmp_path: Path) -> None:
+    """GKE's metadata server answers every pod (its Google credentials need no key file): a dump
+    whose nodes are GCE instances imports with ``metadataServer: gce``; EKS's does not."""
+    dump = tmp_path / "gke"
+    dump.mkdir()
+    for f in (DATA / "eks").iterdir():
+        text = f.read_text()
+        if f.name == "nodes.yaml":
+            text = re.sub(r"aws:///([a-z0-9-]+)/(i-[0-9a-f]+)", r"gce://acme-prod/\1/gke-pool-\2", text)
+        if f.name == "version.json":
+            text = re.sub(r"-eks-[0-9a-f]+", "-gke.1200000", text)
+        (dump / f.name).write_text(text)
+    out = tmp_path / "gke.yaml"
+    result = runner.invoke(app, ["profiles", "import", str(dump), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert load_profile(str(out)).metadata_server == "gce"
+    assert "INFERRED: a GKE cluster (gke server version)" in out.read_text()
+    eks, _ = _import(tmp_path, "eks", "--prior", "eks-gp3")
+    assert load_profile(str(eks)).metadata_server == "none" and "metadataServer" not in eks.read_text()

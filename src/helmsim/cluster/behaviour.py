@@ -229,13 +229,15 @@ class WaitLoop(Struct, frozen=True):
     (``for host in "${hosts[@]}"; do retry_while "check $host"``)."""
 
 
-CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state", "env", "file"]
+CheckKind = Literal["api", "webhook", "object", "condition", "rollout", "deleted", "state", "env", "file", "fact"]
 STATE_SUFFIX = " (left outside the cluster by another program)"
 """How a ``state`` check reads in needs and findings: ``the <state> (left outside …)``."""
 
 
 ENV_SUFFIX = " in its environment"
 """How an ``env`` check reads in a need (``CF_API_TOKEN or CF_API_KEY+CF_API_EMAIL in its environment``)."""
+FACT_SUFFIX = " (a fact of the cluster's setup)"
+"""How a ``fact`` check reads in a need: ``A in its environment, or <fact> (a fact …)``."""
 
 
 class Check(Struct, frozen=True):
@@ -251,7 +253,9 @@ class Check(Struct, frozen=True):
     is gone. ``state``: a program of the simulation left ``target`` behind outside the cluster
     (a database schema migrated: ``Simulation.external_state``). ``env``: one of the variables
     ``target`` names (``A or B``) is set in the container's environment; decided from the pod
-    spec, so a compiled one never holds. ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
+    spec, so a compiled one never holds. ``fact``: none of the variables ``selector`` names is
+    set, so it holds only where the cluster's setup gives the fact ``target``
+    (``Simulation.external_state``, from the profile: a GCE metadata server). ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
     ``not-ready``, ``not-found``, ``none``) to the program's words; ``{name}``, ``{kind}`` and
     ``{resource}`` are filled in.
     """
@@ -285,6 +289,8 @@ class Check(Struct, frozen=True):
             return f"the {self.target}{STATE_SUFFIX}"
         if self.kind == "env":
             return f"{self.target}{ENV_SUFFIX}"
+        if self.kind == "fact":
+            return f"{self.selector}{ENV_SUFFIX}, or {self.target}{FACT_SUFFIX}"
         if self.kind == "file":
             return f"{self.target} set"
         return f"{self.target} deleted"

@@ -161,6 +161,10 @@ class CheckSpec(_Model):
     webhook_errors: WebhookErrors | None = None
     unless_args: list[str] = Field(default_factory=list)
     """Skip the check when an element of command + args matches one of these globs."""
+    or_state: str | None = Field(default=None, min_length=1)
+    """With ``env``: the check also holds when this state does (a fact of the cluster's setup,
+    such as "a GCE metadata server answering the pods", where Google's default credentials need
+    no key file)."""
 
     @field_validator("env")
     @classmethod
@@ -181,6 +185,8 @@ class CheckSpec(_Model):
             raise ValueError("object: expected Kind/namespace/name or Kind/name")
         if self.field is not None and self.object is None:
             raise ValueError("field goes with object")
+        if self.or_state is not None and self.env is None:
+            raise ValueError("orState goes with env")
         return self
 
 

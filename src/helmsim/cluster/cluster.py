@@ -23,6 +23,8 @@ from helmsim.cluster.profile import ClusterProfile
 
 KUBELET_CERTS_VERIFIABLE = "kubelet serving certificates signed by the cluster CA"
 """The ``external_state`` fact of a profile with ``kubeletServingCertificates: cluster-ca``."""
+GCE_METADATA = "a GCE metadata server answering the pods"
+"""The ``external_state`` fact of a profile with ``metadataServer: gce``."""
 
 
 def build_cluster(
@@ -57,6 +59,8 @@ def build_cluster(
     if profile.kubelet_serving_certificates == "cluster-ca":
         # a fact of the cluster's setup programs' catalog entries may depend on (metrics-server)
         sim.external_state.add(KUBELET_CERTS_VERIFIABLE)
+    if profile.metadata_server == "gce":
+        sim.external_state.add(GCE_METADATA)  # Google's default credentials without a key file
     for ns in sorted(set(namespaces)):
         if sim.store.get("Namespace", None, ns) is None:
             sim.store.create(

@@ -512,6 +512,12 @@ class ClusterProfile(_Model):
     """How the kubelets' serving certificates are signed: ``self-signed`` (kubeadm's default:
     kind, Cluster API's kubeadm bootstrap), or by the cluster's CA (managed clusters, k3s), so a
     client that verifies them (metrics-server) can reach the kubelets."""
+    metadata_server: Literal["none", "gce"] = "none"
+    """What answers a pod at the link-local metadata address: ``gce``, the GKE metadata server
+    (GKE docs, concepts/workload-identity: it serves every pod, giving the node's or the bound
+    Google service account's credentials), so Google's Application Default Credentials are found
+    without a key file (golang.org/x/oauth2 google/default.go FindDefaultCredentials:
+    metadata.OnGCE); ``none`` off Google Cloud."""
     load_balancer: Literal["none", "hostname", "ip"] = "none"
     """What fills a LoadBalancer Service's ``status.loadBalancer.ingress``: ``none`` (kind and a
     bare cluster: nothing, EXTERNAL-IP stays <pending>), or a controller (the cloud provider's

@@ -106,6 +106,11 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
         # compiled only when the container defines none of the variables, or its configuration
         # file lacks the key (decided from the pod spec: programs._compile_check, _file_key_set)
         return "unmet", check.error("unmet", f"{check.target}: not set"), True
+    if check.kind == "fact":
+        # the cluster's setup (its profile) gives it from the start or never: no retry waits for it
+        if check.target in sim.external_state:
+            return None
+        return "unmet", check.error("unmet", f"{check.selector}: not set"), True
     if check.kind == "state":
         if check.target in sim.external_state:
             return None

@@ -113,6 +113,8 @@ def build_draft(
     _latencies(draft, prior, prior_label)
     _addressing(draft, dump, platform)
     _load_balancer(draft, dump)
+    if platform.name == "gke":  # the GKE metadata server answers every pod (GKE docs, workload-identity)
+        draft.put(("metadataServer",), "gce", f"INFERRED: a GKE cluster ({platform.evidence})")
     _kubelet_certificates(draft, dump)
     _policies(draft, dump)
     return draft

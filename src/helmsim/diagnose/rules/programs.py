@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from helmsim.cluster.behaviour import ENV_SUFFIX, STATE_SUFFIX
+from helmsim.cluster.behaviour import ENV_SUFFIX, FACT_SUFFIX, STATE_SUFFIX
 from helmsim.cluster.running import RBAC_NEED_PREFIX
 from helmsim.cluster.trace import TraceEvent
 from helmsim.diagnose import fixes
@@ -125,6 +125,10 @@ _FIXES = {
         "set {what} in the container's env, through env[].valueFrom.secretKeyRef or envFrom.secretRef "
         "for a credential (the chart's env or extraEnv values usually take it)"
     ),
+    "fact": (
+        "set {path} in the container's env (a credential file mounted from a Secret; the chart's "
+        "values usually take it), or run it on a cluster that provides {what} (a profile saying so)"
+    ),
     # helm/helm pkg/action/install.go performInstall: post-install hooks run after the wait
     "state": (
         "run what leaves {what} before this program gives up: when it is a post-install or "
@@ -188,6 +192,8 @@ def _check_kind(need: str) -> str:
         return "rbac"
     if need.endswith(" set") and " in /" in need:
         return "file"
+    if need.endswith(FACT_SUFFIX):
+        return "fact"
     if need.endswith(ENV_SUFFIX):
         return "env"
     if need.endswith(STATE_SUFFIX):
@@ -304,6 +310,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             if kind == "file"
             else "which its pod spec does not set"
             if kind == "env"
+            else "which its pod spec does not set and the cluster does not provide"
+            if kind == "fact"
             else "which the cluster does not have when it runs"
         )
         if refused and not entry and not loopback:
@@ -329,6 +337,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             what = what.removesuffix(STATE_SUFFIX)
         if kind == "env":
             what = what.removesuffix(ENV_SUFFIX)
+        if kind == "fact":
+            path, _, what = what.removesuffix(FACT_SUFFIX).partition(f"{ENV_SUFFIX}, or ")
         if kind == "file":
             what = what.removesuffix(" set")
         out[key] = Candidate(
