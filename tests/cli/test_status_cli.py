@@ -194,21 +194,22 @@ def test_the_plain_layout_is_what_the_rich_table_prints(rows: list[list[str]]) -
     keeps every cell on one line, wide and zero-width characters included."""
     import io
 
-    from helmsim.cli.status import _plain_lines, _table
+    from helmsim.cli.status import _plain_lines, _span, _table, _widths
     from helmsim.report.safe import SafeConsole, safe_text
 
     cells = [[safe_text(c) for c in line] for line in rows]
-    table, width = _table(cells)
+    widths = _widths(cells)
     out = io.StringIO()
-    SafeConsole(file=out, width=width, color_system=None).print(table)
-    assert _plain_lines(cells) == [line.rstrip() for line in out.getvalue().splitlines()]
+    SafeConsole(file=out, width=_span(widths), color_system=None).print(_table(cells))
+    assert _plain_lines(cells, widths) == [line.rstrip() for line in out.getvalue().splitlines()]
 
 
 def test_a_cell_with_a_line_break_is_left_to_rich() -> None:
-    from helmsim.cli.status import _plain_lines
+    from helmsim.cli.status import _plain_lines, _widths
 
-    assert _plain_lines([["Pod", "ns", "p", "Failed", "a\nb"]]) is None
-    assert _plain_lines([["Pod", "ns", "p", "Failed", "a b"]]) is not None
+    broken, plain = [["Pod", "ns", "p", "Failed", "a\nb"]], [["Pod", "ns", "p", "Failed", "a b"]]
+    assert _plain_lines(broken, _widths(broken)) is None
+    assert _plain_lines(plain, _widths(plain)) is not None
 
 
 @pytest.mark.parametrize("width", [200, 76, 30])

@@ -99,19 +99,22 @@ def status_cmd(
         emit(dump_json([r.to_dict() for r in rows]), output)
     elif rows:
         cells = [_cells(r) for r in rows]
-        lines = _plain_lines(cells)
+        widths = _widths(cells)
+        lines = _plain_lines(cells, widths)
         to_terminal = console.is_terminal and not (output and output != "-")
-        if to_terminal and (lines is None or _width(cells) > console.width >= _fixed_width(cells) + _MESSAGE_MIN):
-            console.print(_table(cells)[0])  # Rich folds the messages to the terminal's width
+        # too narrow for every cell: Rich folds the messages, unless even the other columns and
+        # a little of the message do not fit (Rich would cut the names; the terminal wraps lines)
+        narrow = _span(widths) > console.width >= _span(widths[:-1]) + _GAP + _MESSAGE_MIN
+        if to_terminal and (lines is None or narrow):
+            console.print(_table(cells))
         elif to_terminal and lines is not None:
             head = Text(lines[0], style="bold")
             console.print(Text("\n").join([head, *(Text(line) for line in lines[1:])]), soft_wrap=True, crop=False)
         elif lines is not None:  # piped or to a file: one unfolded line per object
             emit("".join(line + "\n" for line in lines), output)
         else:
-            table, width = _table(cells)
             out = io.StringIO()
-            SafeConsole(file=out, width=width, color_system=None).print(table)
+            SafeConsole(file=out, width=_span(widths), color_system=None).print(_table(cells))
             emit("".join(line.rstrip() + "\n" for line in out.getvalue().splitlines()), output)
     for problem in errors:
         err_console.print(f"error: {problem}", markup=False)
@@ -179,28 +182,23 @@ _MESSAGE_MIN = 20
 the lines are printed whole (the terminal wraps them), since Rich would cut the names."""
 
 
-def _fixed_width(cells: list[list[str]]) -> int:
-    """The width of every column but the message, with the gaps."""
-    return sum(_widths(cells)[:-1]) + _GAP * (len(_COLUMNS) - 1)
-
-
-def _width(cells: list[list[str]]) -> int:
-    """The width that shows every cell on one line."""
-    return sum(_widths(cells)) + _GAP * (len(_COLUMNS) - 1)
-
-
 def _widths(cells: list[list[str]]) -> list[int]:
+    """Each column's width: its widest cell (header included), in terminal cells."""
     return [max(len(c), *(cell_len(line[i]) for line in cells)) for i, c in enumerate(_COLUMNS)]
 
 
-def _plain_lines(cells: list[list[str]]) -> list[str] | None:
+def _span(widths: list[int]) -> int:
+    """The width of these columns side by side, the gaps between them included."""
+    return sum(widths) + _GAP * (len(widths) - 1)
+
+
+def _plain_lines(cells: list[list[str]], widths: list[int]) -> list[str] | None:
     """The header and one line per object, laid out as the Rich table prints them at
-    :func:`_width` (columns padded to their widest cell, two spaces apart, no trailing blanks),
-    without Rich's per-cell rendering (1.4 s of 1.9 s for 5,000 objects); None when a cell
-    holds a line break or a tab, which only Rich lays out."""
+    ``_span(widths)`` (columns padded to their widest cell, two spaces apart, no trailing
+    blanks), without Rich's per-cell rendering (1.4 s of 1.9 s for 5,000 objects); None when a
+    cell holds a line break or a tab, which only Rich lays out."""
     if any(ch in c for line in cells for c in line for ch in "\n\r\t"):
         return None
-    widths = _widths(cells)
     out = []
     for line in [[c.upper() for c in _COLUMNS], *cells]:
         padded = [c + " " * (w - cell_len(c)) for c, w in zip(line, widths, strict=True)]
@@ -208,11 +206,11 @@ def _plain_lines(cells: list[list[str]]) -> list[str] | None:
     return out
 
 
-def _table(cells: list[list[str]]) -> tuple[Table, int]:
-    """The table and the width that shows every cell on one line."""
+def _table(cells: list[list[str]]) -> Table:
+    """The table of the cells, for Rich to lay out."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in _COLUMNS:
         table.add_column(col.upper(), no_wrap=col != "message", overflow="fold")
     for line in cells:
         table.add_row(*(Text(c) for c in line))  # Text: messages are never read as markup
-    return table, _width(cells)
+    return table

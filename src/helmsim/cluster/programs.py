@@ -500,10 +500,10 @@ def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Chec
         # check is dropped by its caller through the `env` sentinel) or fails every attempt
         if view.env_from_secret or any(_env_defined(alt, view) for alt in spec.env):
             return ENV_SET
+        wanted = " or ".join(a.replace("+", " and ") for a in spec.env)
         if spec.or_state is not None:  # unset here: it holds only where the cluster gives that fact
-            wanted = " or ".join(a.replace("+", " and ") for a in spec.env)
             return Check("fact", spec.or_state, selector=wanted, errors=tuple(errors))
-        return Check("env", " or ".join(a.replace("+", " and ") for a in spec.env), errors=tuple(errors))
+        return Check("env", wanted, errors=tuple(errors))
     if spec.state is not None:
         state = _template(spec.state, view, namespace)
         return None if state is None else Check("state", state, errors=tuple(errors))

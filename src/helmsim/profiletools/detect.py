@@ -113,8 +113,7 @@ def build_draft(
     _latencies(draft, prior, prior_label)
     _addressing(draft, dump, platform)
     _load_balancer(draft, dump)
-    if platform.name == "gke":  # the GKE metadata server answers every pod (GKE docs, workload-identity)
-        draft.put(("metadataServer",), "gce", f"INFERRED: a GKE cluster ({platform.evidence})")
+    _metadata_server(draft, platform)
     _kubelet_certificates(draft, dump)
     _policies(draft, dump)
     return draft
@@ -141,6 +140,14 @@ def _load_balancer(draft: Draft, dump: Dump) -> None:
             "none",
             f"INFERRED: {len(services)} LoadBalancer Service(s), none with an address ({o.cite()} EXTERNAL-IP <pending>)",
         )
+
+
+def _metadata_server(draft: Draft, platform: Platform) -> None:
+    """``metadataServer: gce`` on GKE, whose metadata server answers every pod
+    (cloud.google.com/kubernetes-engine/docs/concepts/workload-identity); elsewhere nothing is
+    said (the default: none)."""
+    if platform.name == "gke":
+        draft.put(("metadataServer",), "gce", f"INFERRED: a GKE cluster ({platform.evidence})")
 
 
 def _kubelet_certificates(draft: Draft, dump: Dump) -> None:
