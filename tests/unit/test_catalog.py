@@ -126,7 +126,7 @@ entries:
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"api": "g/v1/K", "field": "status.x"}]}, "entries[0].checks[0]: field goes with object", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"object": "Service/x", "field": "status..x"}]}, "entries[0].checks[0].field", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x", "env": ["MODE"]}}, "entries[0].match.env", 9),
-        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"state": "s", "api": "g/v1/K"}]}, "entries[0].checks[0]: a check has exactly one of: api, webhook, object, state, env, file", 11),
+        ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"state": "s", "api": "g/v1/K"}]}, "entries[0].checks[0]: a check has exactly one of: api, webhook, object, state, env, file, fact", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "writes": "schema"}, "entries[0].writes", 9),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"env": ["CF-TOKEN"]}]}, "entries[0].checks[0].env: 'CF-TOKEN' is not a variable name (or names joined by +)", 11),
         ({"name": "x", "summary": "x", "sources": ["a/b c: d"], "match": {"image": "x"}, "checks": [{"env": []}]}, "entries[0].checks[0].env", 11),

@@ -237,7 +237,7 @@ STATE_SUFFIX = " (left outside the cluster by another program)"
 ENV_SUFFIX = " in its environment"
 """How an ``env`` check reads in a need (``CF_API_TOKEN or CF_API_KEY+CF_API_EMAIL in its environment``)."""
 FACT_SUFFIX = " (a fact of the cluster's setup)"
-"""How a ``fact`` check reads in a need: ``A in its environment, or <fact> (a fact …)``."""
+"""How a ``fact`` check reads in a need: ``<fact> (a fact …)``, or ``A in its environment, or <fact> (a fact …)``."""
 
 
 class Check(Struct, frozen=True):
@@ -253,8 +253,9 @@ class Check(Struct, frozen=True):
     is gone. ``state``: a program of the simulation left ``target`` behind outside the cluster
     (a database schema migrated: ``Simulation.external_state``). ``env``: one of the variables
     ``target`` names (``A or B``) is set in the container's environment; decided from the pod
-    spec, so a compiled one never holds. ``fact``: none of the variables ``selector`` names is
-    set, so it holds only where the cluster's setup gives the fact ``target``
+    spec, so a compiled one never holds. ``fact``: it holds only where the cluster's setup gives
+    the fact ``target`` (with ``selector``: none of the variables it names is set, which would
+    do instead)
     (``Simulation.external_state``, from the profile: a GCE metadata server). ``errors`` maps each way of failing (``unmet``, ``missing``, ``no-service``,
     ``not-ready``, ``not-found``, ``none``) to the program's words; ``{name}``, ``{kind}`` and
     ``{resource}`` are filled in.
@@ -290,7 +291,8 @@ class Check(Struct, frozen=True):
         if self.kind == "env":
             return f"{self.target}{ENV_SUFFIX}"
         if self.kind == "fact":
-            return f"{self.selector}{ENV_SUFFIX}, or {self.target}{FACT_SUFFIX}"
+            fact = f"{self.target}{FACT_SUFFIX}"
+            return f"{self.selector}{ENV_SUFFIX}, or {fact}" if self.selector else fact
         if self.kind == "file":
             return f"{self.target} set"
         return f"{self.target} deleted"
@@ -399,6 +401,9 @@ class ContainerModel(Struct, frozen=True):
     """Log lines on success and on failure (``{error}``: what failed; ``""`` on failure:
     ``Error: {error}``, as most CLIs print; ``None``: it prints nothing)."""
     log_waiting: str = ""
+    assumes: tuple[str, ...] = ()
+    """What its success rests on that cannot be known offline (its catalog entry's ``assumes``),
+    said once in the report when it serves."""
 
 
 class PodModel(Struct, frozen=True):
@@ -1804,6 +1809,10 @@ def env_peers(
     return needs, notes
 
 
+_LOCAL_CHECKS = frozenset({"state", "env", "file", "fact"})
+"""Check kinds decided without the API server (:func:`helmsim.cluster.running.evaluate_check`)."""
+
+
 def _builtin_entries() -> Sequence[Any]:
     from helmsim.cluster.catalog import builtin_catalog
 
@@ -1884,8 +1893,9 @@ def _container(
         for need, why in fetches(view.script, namespace, ctx.cluster_domain, ctx.services_by_name(namespace), view.env):
             needs.append(need)
             notes.append(why)
-    # checks go through the API server, except a state left outside the cluster (a database's)
-    api_checks = program is not None and any(c.kind != "state" for c in program.checks)
+    # checks go through the API server, except those of what it holds or is given: a state left
+    # outside the cluster (a database's), its environment, a mounted file, the cluster's setup
+    api_checks = program is not None and any(c.kind not in _LOCAL_CHECKS for c in program.checks)
     if applies or api_checks or (program is not None and program.creates):
         needs.insert(0, Need("kube-apiserver"))
     needs = _with_dns(_dedupe(needs), notes)
@@ -1936,6 +1946,7 @@ def _container(
         log_ready=program.log_ready if program is not None else "",
         log_failed=program.log_failed if program is not None else "",
         log_waiting=program.log_waiting if program is not None else "",
+        assumes=program.assumes if program is not None else (),
     )
 
 

@@ -136,7 +136,8 @@ class CheckSpec(_Model):
     or ``Kind/name`` exists; ``${...}`` templates allowed; with ``field``, a dotted path in it
     such as ``status.loadBalancer.ingress`` is also set and not empty) or ``state`` (a program of
     the simulation left that state behind: another entry's ``writes``) or ``env`` (the container
-    defines one of these variables). ``error`` is what the
+    defines one of these variables) or ``fact`` (the cluster's setup gives it: its profile says
+    so, as ``metadataServer: gce`` gives "a GCE metadata server answering the pods"). ``error`` is what the
     program logs when the check fails (``webhookErrors`` for the webhook's three failure modes).
     """
 
@@ -161,6 +162,9 @@ class CheckSpec(_Model):
     webhook_errors: WebhookErrors | None = None
     unless_args: list[str] = Field(default_factory=list)
     """Skip the check when an element of command + args matches one of these globs."""
+    fact: str | None = Field(default=None, min_length=1)
+    """A fact of the cluster's setup the program needs at start (from the profile, never waited
+    for): "a GCE metadata server answering the pods"."""
     or_state: str | None = Field(default=None, min_length=1)
     """With ``env``: the check also holds when this state does (a fact of the cluster's setup,
     such as "a GCE metadata server answering the pods", where Google's default credentials need
@@ -176,9 +180,9 @@ class CheckSpec(_Model):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> CheckSpec:
-        given = [k for k in ("api", "webhook", "object", "state", "env", "file") if getattr(self, k) is not None]
+        given = [k for k in ("api", "webhook", "object", "state", "env", "file", "fact") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError("a check has exactly one of: api, webhook, object, state, env, file")
+            raise ValueError("a check has exactly one of: api, webhook, object, state, env, file, fact")
         if (self.file is None) != (self.key is None):
             raise ValueError("file and key go together")
         if self.object is not None and self.object.count("/") not in (1, 2):
@@ -313,6 +317,9 @@ class EntrySpec(_Model):
     """Fields it writes into objects that exist, after its needs and checks pass (see
     :class:`FillSpec`)."""
     logs: Logs = Field(default_factory=Logs)
+    assumes: list[str] = Field(default_factory=list)
+    """What its success rests on that cannot be known offline ("Fastly accepts its API token"):
+    the report says each once, when the program serves (``${...}`` templates allowed)."""
 
     @field_validator("needs")
     @classmethod

@@ -273,6 +273,7 @@ class Program(Struct, frozen=True):
     log_ready: str = ""
     log_failed: str | None = ""
     log_waiting: str = ""
+    assumes: tuple[str, ...] = ()
     notes: tuple[str, ...] = msgspec.field(default_factory=tuple)
 
 
@@ -504,6 +505,8 @@ def _compile_check(spec: CheckSpec, view: ContainerView, namespace: str) -> Chec
         if spec.or_state is not None:  # unset here: it holds only where the cluster gives that fact
             return Check("fact", spec.or_state, selector=wanted, errors=tuple(errors))
         return Check("env", wanted, errors=tuple(errors))
+    if spec.fact is not None:  # the profile gives it from the start or never (running.evaluate_check)
+        return Check("fact", spec.fact, errors=tuple(errors))
     if spec.state is not None:
         state = _template(spec.state, view, namespace)
         return None if state is None else Check("state", state, errors=tuple(errors))
@@ -651,6 +654,7 @@ def _image_program(
         log_ready=_filled(spec.logs.ready or "", view, namespace),
         log_failed=None if spec.logs.failed == "" else _filled(spec.logs.failed or "", view, namespace),
         log_waiting=_filled(spec.logs.waiting or "", view, namespace),
+        assumes=tuple(_filled(text, view, namespace) for text in spec.assumes),
         notes=tuple(notes),
     )
 

@@ -110,7 +110,8 @@ def evaluate_check(sim: Simulation, check: Check, namespace: str) -> tuple[str, 
         # the cluster's setup (its profile) gives it from the start or never: no retry waits for it
         if check.target in sim.external_state:
             return None
-        return "unmet", check.error("unmet", f"{check.selector}: not set"), True
+        missing = f"{check.selector}: not set" if check.selector else f"{check.target}: not given by the cluster"
+        return "unmet", check.error("unmet", missing), True
     if check.kind == "state":
         if check.target in sim.external_state:
             return None
@@ -306,6 +307,8 @@ def behave(rt: PodRuntime, model: ContainerModel, run: int, cause: int) -> Gener
         return _give_up(rt, model, need, error, code, said_last, ev, network=network)
     rt.activity.pop(name, None)
     rt.now_serving(name, run)
+    for text in model.assumes:
+        say_once(rt, f"{model.entry}: {text}", f"{text}: assumed (container {name} of {rt.ref.split('/', 1)[1]}, catalog entry {model.entry.split(' ', 1)[0]})", last, name)
     if model.creates:
         code = yield from _create(rt, model, last)
         if code:

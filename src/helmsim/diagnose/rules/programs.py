@@ -129,6 +129,10 @@ _FIXES = {
         "set {path} in the container's env (a credential file mounted from a Secret; the chart's "
         "values usually take it), or run it on a cluster that provides {what} (a profile saying so)"
     ),
+    "fact-only": (
+        "run it on a cluster that provides {what} (a profile saying so), or configure the program not "
+        "to need it (docs/behaviour.md names the flags that do, in the row of its catalog entry)"
+    ),
     # helm/helm pkg/action/install.go performInstall: post-install hooks run after the wait
     "state": (
         "run what leaves {what} before this program gives up: when it is a post-install or "
@@ -311,6 +315,8 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             else "which its pod spec does not set"
             if kind == "env"
             else "which its pod spec does not set and the cluster does not provide"
+            if kind == "fact" and f"{ENV_SUFFIX}, or " in need
+            else "which the cluster does not provide"
             if kind == "fact"
             else "which the cluster does not have when it runs"
         )
@@ -337,8 +343,10 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             what = what.removesuffix(STATE_SUFFIX)
         if kind == "env":
             what = what.removesuffix(ENV_SUFFIX)
+        fix_kind = f"{kind}-known" if kind == "peer-not-ready" and entry else kind
         if kind == "fact":
-            path, _, what = what.removesuffix(FACT_SUFFIX).partition(f"{ENV_SUFFIX}, or ")
+            path, _, what = what.removesuffix(FACT_SUFFIX).rpartition(f"{ENV_SUFFIX}, or ")
+            fix_kind = "fact" if path else "fact-only"
         if kind == "file":
             what = what.removesuffix(" set")
         out[key] = Candidate(
@@ -350,7 +358,7 @@ def program_need_unmet(run: ProfileRun) -> list[Candidate]:
             chain,
             [
                 Fix(
-                    _FIXES[f"{kind}-known" if kind == "peer-not-ready" and entry else kind].format(
+                    _FIXES[fix_kind].format(
                         what=what, path=path, container=ev.data.get("container")
                     ),
                     fixes.key("no-wait", hr_ref) if kind == "state" else None,
