@@ -16,7 +16,7 @@ with file:line errors (``.helmsim.yaml`` and scenario files embed the same ``ent
 
 from __future__ import annotations
 
-import fnmatch
+from helmsim import wildcard
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -393,11 +393,11 @@ class CompiledEntry(Struct, frozen=True):
         m = self.spec.match
         for name, pattern in m.env.items():
             value = (env or {}).get(name)
-            if value is None or not fnmatch.fnmatchcase(value, pattern):
+            if value is None or not wildcard.matches(value, pattern):
                 return False
         if m.image:
             repo = image_repository(image)
-            if not any(fnmatch.fnmatchcase(repo, _normalise_pattern(p)) for p in m.image):
+            if not any(_image_matcher(p)(repo) for p in m.image):
                 return False
         if m.args is not None and not _in_order(m.args, argv):
             return False
@@ -407,9 +407,14 @@ class CompiledEntry(Struct, frozen=True):
 def _in_order(patterns: Sequence[str], argv: Sequence[str]) -> bool:
     i = 0
     for arg in argv:
-        if i < len(patterns) and fnmatch.fnmatchcase(arg, patterns[i]):
+        if i < len(patterns) and wildcard.matches(arg, patterns[i]):
             i += 1
     return i == len(patterns)
+
+
+@lru_cache(maxsize=4096)
+def _image_matcher(pattern: str) -> wildcard.Matcher:
+    return wildcard.matcher(_normalise_pattern(pattern))
 
 
 @lru_cache(maxsize=4096)  # pure; asked for every catalog entry of every container of every run

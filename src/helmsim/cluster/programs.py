@@ -12,7 +12,6 @@ model. Entries naming a built-in ``command`` (``kubectl wait``, ``kubectl rollou
 from __future__ import annotations
 
 import configparser
-import fnmatch
 import re
 import shlex
 from collections.abc import Callable, Container, Mapping, Sequence
@@ -37,6 +36,7 @@ from helmsim.cluster.behaviour import (
 )
 from helmsim.cluster.catalog import CheckSpec, CompiledEntry, EntrySpec, Flag
 from helmsim.cluster.latency import parse_duration
+from helmsim import wildcard
 from helmsim.kube import addresses
 from helmsim.errors import InputError
 from helmsim.yamlio import load_one
@@ -544,7 +544,7 @@ def _image_program(
     also = _filled_needs(spec.also_needs, spec.name, view, namespace, services, notes, quiet=True) if spec.needs is None else ()
     checks: list[Check] = []
     for c in spec.checks:
-        if any(fnmatch.fnmatchcase(a, p) for a in view.argv for p in c.unless_args):
+        if any(wildcard.matches(a, p) for a in view.argv for p in c.unless_args):
             continue
         if c.file is not None:
             held = _file_key_set(c, view)
@@ -619,7 +619,7 @@ def _image_program(
         writes.append(key)
     gate: ProbeGate | None = None
     if spec.probes_fail is not None and not any(
-        fnmatch.fnmatchcase(a, g) for a in view.argv for g in spec.probes_fail.unless_args
+        wildcard.matches(a, g) for a in view.argv for g in spec.probes_fail.unless_args
     ):
         pf = spec.probes_fail
         key = _template(pf.state, view, namespace)
