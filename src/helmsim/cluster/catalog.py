@@ -318,8 +318,9 @@ class EntrySpec(_Model):
     :class:`FillSpec`)."""
     logs: Logs = Field(default_factory=Logs)
     assumes: list[str] = Field(default_factory=list)
-    """What its success rests on that cannot be known offline ("Fastly accepts its API token"):
-    the report says each once, when the program serves (``${...}`` templates allowed)."""
+    """What its success rests on that cannot be known offline ("the Cloud SQL instance answers"):
+    the report says each once, when the program serves. Plain sentences, no templates, so no
+    value of the pod's (a token, a password) can be printed."""
 
     @field_validator("needs")
     @classmethod

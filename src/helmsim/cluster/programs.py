@@ -654,7 +654,7 @@ def _image_program(
         log_ready=_filled(spec.logs.ready or "", view, namespace),
         log_failed=None if spec.logs.failed == "" else _filled(spec.logs.failed or "", view, namespace),
         log_waiting=_filled(spec.logs.waiting or "", view, namespace),
-        assumes=tuple(_filled(text, view, namespace) for text in spec.assumes),
+        assumes=tuple(spec.assumes),  # plain sentences: no template could print a value of the pod
         notes=tuple(notes),
     )
 

@@ -130,8 +130,8 @@ _FIXES = {
         "values usually take it), or run it on a cluster that provides {what} (a profile saying so)"
     ),
     "fact-only": (
-        "run it on a cluster that provides {what} (a profile saying so), or configure the program not "
-        "to need it (docs/behaviour.md names the flags that do, in the row of its catalog entry)"
+        "run it on a cluster that provides {what} (a profile saying so), or configure the program so "
+        "that it does not need it"
     ),
     # helm/helm pkg/action/install.go performInstall: post-install hooks run after the wait
     "state": (
