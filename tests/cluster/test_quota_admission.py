@@ -147,9 +147,9 @@ def test_limit_range_bounds_refuse_with_every_violation() -> None:
     )
     pod = _pod("a", {"requests": {"cpu": "50m", "memory": "1Gi"}, "limits": {"cpu": "200m", "memory": "1Gi"}})
     assert _refused(sim, pod) == (
-        'pods "a" is forbidden: [minimum cpu usage per Container is 100m, but request is 50m., '
-        "maximum memory usage per Container is 512Mi, but limit is 1Gi., "
-        "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000.]"
+        'pods "a" is forbidden: [minimum cpu usage per Container is 100m, but request is 50m, '
+        "maximum memory usage per Container is 512Mi, but limit is 1Gi, "
+        "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000]"
     )
     assert _refused(sim, _pod("b", {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m", "memory": "256Mi"}})) is None
 
@@ -158,7 +158,7 @@ def test_a_pod_limit_range_bounds_the_sum_of_its_containers() -> None:
     sim = _sim(_limits({"type": "Pod", "max": {"cpu": "1"}}))
     pod = _pod("a", {"limits": {"cpu": "600m"}})
     pod["spec"]["containers"].append({"name": "side", "image": "x", "resources": {"limits": {"cpu": "600m"}}})
-    assert _refused(sim, pod) == 'pods "a" is forbidden: maximum cpu usage per Pod is 1, but limit is 1200m.'
+    assert _refused(sim, pod) == 'pods "a" is forbidden: maximum cpu usage per Pod is 1, but limit is 1200m'
 
 
 def test_limits_count_sidecars_and_overhead_and_limit_ranges_bound_init_containers() -> None:
@@ -174,10 +174,10 @@ def test_limits_count_sidecars_and_overhead_and_limit_ranges_bound_init_containe
     bounded = _sim(_limits({"type": "Container", "max": {"memory": "150Mi"}}))
     init = _pod("b", {"limits": {"memory": "100Mi"}})
     init["spec"]["initContainers"] = [{"name": "setup", "image": "x", "resources": {"limits": {"memory": "192Mi"}}}]
-    assert _refused(bounded, init) == 'pods "b" is forbidden: maximum memory usage per Container is 150Mi, but limit is 192Mi.'
+    assert _refused(bounded, init) == 'pods "b" is forbidden: maximum memory usage per Container is 150Mi, but limit is 192Mi'
     per_pod = _sim(_limits({"type": "Pod", "max": {"memory": "150Mi"}}))
     assert _refused(per_pod, {**init, "metadata": {"name": "c", "namespace": "apps"}}) == (
-        'pods "c" is forbidden: maximum memory usage per Pod is 150Mi, but limit is 192Mi.'
+        'pods "c" is forbidden: maximum memory usage per Pod is 150Mi, but limit is 192Mi'
     )
 
 
@@ -244,7 +244,7 @@ def test_limit_ranges_apply_one_after_another_the_first_default_wins_and_answers
     second = {**_limits({"type": "Container", "default": {"cpu": "100m", "memory": "64Mi"}, "max": {"memory": "32Mi"}}),
               "metadata": {"name": "b", "namespace": "apps"}}
     sim = _sim(first, second)
-    assert _refused(sim, _pod("p")) == 'pods "p" is forbidden: maximum memory usage per Container is 32Mi, but limit is 64Mi.'
+    assert _refused(sim, _pod("p")) == 'pods "p" is forbidden: maximum memory usage per Container is 32Mi, but limit is 64Mi'
     relaxed = _sim(first, {**second, "spec": {"limits": [{"type": "Container", "default": {"cpu": "100m", "memory": "64Mi"}}]}})
     created = relaxed.store.create(_pod("q"), actor="test")
     assert created["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "300m", "memory": "64Mi"}

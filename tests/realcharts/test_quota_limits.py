@@ -39,7 +39,7 @@ def test_a_limit_range_default_admits_them_and_its_maximum_refuses_a_larger_limi
     assert simulate_chart(CHART, _profile("tenant-quota-defaults")).releases[0].outcome == "Ready"  # type: ignore[arg-type]
     big = simulate_chart(CHART, _profile("tenant-quota-defaults"), sets=("resources.limits.memory=1Gi",))  # type: ignore[arg-type]
     assert big.releases[0].outcome == "Stalled"
-    assert _failed_creates(big)[0].endswith('-" is forbidden: maximum memory usage per Container is 512Mi, but limit is 1Gi.')
+    assert _failed_creates(big)[0].endswith('-" is forbidden: maximum memory usage per Container is 512Mi, but limit is 1Gi')
 
 
 def test_a_rollout_with_no_room_to_surge_never_ends_and_check_verifies_max_surge_zero() -> None:
@@ -76,7 +76,7 @@ def test_check_names_the_limit_range_refusal_and_a_request_above_a_default_limit
     profile = str(HERE / CHART / "profiles" / "tenant-quota-defaults.yaml")
     report = check_chart(CHART, profile, release_name="quota-limits", values=("ci/big-limit-values.yaml",))
     [finding] = [f for f in report.findings if f.rule == "HS124"]
-    assert "refused by LimitRanger: maximum memory usage per Container is 512Mi, but limit is 1Gi." in finding.message
+    assert "refused by LimitRanger: maximum memory usage per Container is 512Mi, but limit is 1Gi" in finding.message
     # a LimitRange's default limit below a container's own request makes the pod invalid
     # (pkg/apis/core/validation ValidateResourceRequirements runs after the mutating admission)
     low = simulate_chart(CHART, _profile("tenant-quota-defaults"), sets=("resources.requests.cpu=500m",))  # type: ignore[arg-type]

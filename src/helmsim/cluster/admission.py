@@ -98,10 +98,21 @@ def admit(sim: Simulation, obj: Mapping[str, Any]) -> dict[str, Any]:
         if refused is not None:
             raise forbidden_pod(out, refused)
         podsecurity.admit(sim, out)
+    elif kind == "PersistentVolumeClaim" and api_version == "v1":
+        admit_claim(sim, out)  # LimitRanger, on create as on update
     warden.check(sim, out, sim.store.acting)  # a managed platform's own admission (GKE Autopilot)
     call_webhooks(sim, out, ("ValidatingWebhookConfiguration",))
     quota.admit(sim, out)
     return out
+
+
+def admit_claim(sim: Simulation, claim: Mapping[str, Any]) -> None:
+    """LimitRanger on a claim's create or update: ``persistentvolumeclaims "x" is forbidden: …``
+    outside a ``type: PersistentVolumeClaim`` LimitRange's bounds
+    (plugin/pkg/admission/limitranger/admission.go SupportsAttributes, ValidateLimit)."""
+    refused = limitrange.validate_claim(sim, claim)
+    if refused is not None:
+        raise quota.forbidden(sim, claim, refused)
 
 
 def mapping_scope(sim: Simulation, api_version: str, kind: str) -> str | None:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from helmsim.cluster import warden
-from helmsim.cluster.admission import admit, validate_spec
+from helmsim.cluster.admission import admit, admit_claim, validate_spec
 from helmsim.cluster.behaviour import BehaviourOverride, Faults
 from helmsim.cluster.controllers.crd import install_crds
 from helmsim.cluster.controllers.kubelet import Kubelet
@@ -115,7 +115,10 @@ def _platform_object(sim: Simulation, obj: Mapping[str, Any]) -> None:
 
 def _validate_update(sim: Simulation, obj: Mapping[str, Any]) -> None:
     """What the API server checks on an update or apply of a changed spec: the cross-field
-    validation, and a managed platform's validating webhook (GKE Autopilot's Warden)."""
+    validation, LimitRanger's bounds on a claim (a resize beyond a LimitRange's max), and a
+    managed platform's validating webhook (GKE Autopilot's Warden)."""
     validate_spec(obj)
+    if obj.get("kind") == "PersistentVolumeClaim" and obj.get("apiVersion") == "v1":
+        admit_claim(sim, obj)
     warden.check(sim, obj, sim.store.acting)
 

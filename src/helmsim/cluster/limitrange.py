@@ -6,13 +6,18 @@ container) does not set, recorded in the pod's ``kubernetes.io/limit-ranger`` an
 validating phase ``min``, ``max`` and ``maxLimitRequestRatio`` bound each container and init
 container (``type: Container``) and the pod's total (``type: Pod``: the containers' sum, or an
 init container's if larger). A violation refuses the pod:
-``pods "x" is forbidden: maximum memory usage per Container is 1Gi, but limit is 2Gi.`` (several
-are joined as ``[a, b]``: k8s.io/apimachinery pkg/util/errors NewAggregate).
+``pods "x" is forbidden: maximum memory usage per Container is 1Gi, but limit is 2Gi`` (several
+are joined as ``[a, b]``: k8s.io/apimachinery pkg/util/errors NewAggregate). A claim's
+``spec.resources.requests`` are bounded by each ``type: PersistentVolumeClaim`` item's ``min`` and
+``max`` on create and on update (admission.go PersistentVolumeClaimValidateLimitFunc,
+SupportsAttributes): ``persistentvolumeclaims "data" is forbidden: maximum storage usage per
+PersistentVolumeClaim is 5Gi, but request is 8Gi``; claims are never defaulted.
 
 A LimitRangeItem's own defaults are applied first (pkg/apis/core/v1/defaults.go
 SetDefaults_LimitRangeItem: ``default`` from ``max``, ``defaultRequest`` from ``default`` then
 ``min``). Constraints are checked in resource-name order (upstream iterates a Go map, whose order
-varies), so the text is the same on every run. Claims' storage bounds are not modelled.
+varies), so the text is the same on every run. The texts are upstream's since the error strings
+lost their closing full stops (Go's style for errors); older API servers printed one.
 """
 
 from __future__ import annotations
@@ -139,37 +144,43 @@ def _text(q: Decimal, raw: str) -> str:
     return canonical(q, is_binary(raw))
 
 
-def _check(kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, str]], lim: dict[str, tuple[Decimal, str]]) -> list[str]:
-    """minConstraint, maxConstraint, limitRequestRatioConstraint (admission.go), comparing in
-    thousandths as requestLimitEnforcedValues does."""
+def _minimums(kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, str]], lim: dict[str, tuple[Decimal, str]]) -> list[str]:
+    """minConstraint (admission.go) of each ``min`` of the item."""
     errs: list[str] = []
     for name, (bound, raw) in sorted(_quantities(item.get("min")).items()):
         shown = _text(bound, raw)
         if name not in req:
-            errs.append(f"minimum {name} usage per {kind} is {shown}.  No request is specified.")
+            errs.append(f"minimum {name} usage per {kind} is {shown}.  No request is specified")
         elif milli_value(req[name][0]) < milli_value(bound):
-            errs.append(f"minimum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}.")
+            errs.append(f"minimum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}")
         elif name in lim and milli_value(lim[name][0]) < milli_value(bound):
-            errs.append(f"minimum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}.")
+            errs.append(f"minimum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}")
+    return errs
+
+
+def _check(kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, str]], lim: dict[str, tuple[Decimal, str]]) -> list[str]:
+    """minConstraint, maxConstraint, limitRequestRatioConstraint (admission.go), comparing in
+    thousandths as requestLimitEnforcedValues does."""
+    errs = _minimums(kind, item, req, lim)
     for name, (bound, raw) in sorted(_quantities(item.get("max")).items()):
         shown = _text(bound, raw)
         if name not in lim:
-            errs.append(f"maximum {name} usage per {kind} is {shown}.  No limit is specified.")
+            errs.append(f"maximum {name} usage per {kind} is {shown}.  No limit is specified")
         elif milli_value(lim[name][0]) > milli_value(bound):
-            errs.append(f"maximum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}.")
+            errs.append(f"maximum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}")
         elif name in req and milli_value(req[name][0]) > milli_value(bound):
-            errs.append(f"maximum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}.")
+            errs.append(f"maximum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}")
     for name, (bound, raw) in sorted(_quantities(item.get("maxLimitRequestRatio")).items()):
         shown = _text(bound, raw)
         r = milli_value(req[name][0]) if name in req else 0
         li = milli_value(lim[name][0]) if name in lim else 0
         if r == 0:
-            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but no request is specified or request is 0.")
+            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but no request is specified or request is 0")
         elif li == 0:
-            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but no limit is specified or limit is 0.")
+            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but no limit is specified or limit is 0")
         elif li / r * 1000 > milli_value(bound):
             # Go's %f: six decimals
-            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but provided ratio is {li / r:f}.")
+            errs.append(f"{name} max limit to request ratio per {kind} is {shown}, but provided ratio is {li / r:f}")
     return errs
 
 
@@ -220,5 +231,40 @@ def validate(sim: Simulation, pod: Mapping[str, Any]) -> str | None:
                 errs.extend(_check("Pod", item, requests, limits))
         if errs:
             # runLimitFunc: the first LimitRange that refuses answers (NewAggregate of its errors)
+            return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+    return None
+
+
+# plugin/pkg/admission/limitranger/admission.go LimitTypePersistentVolumeClaim
+CLAIM = "PersistentVolumeClaim"
+
+
+def claim_errors(items: list[Mapping[str, Any]], claim: Mapping[str, Any]) -> list[str]:
+    """What one LimitRange's ``type: PersistentVolumeClaim`` items say against ``claim``
+    (admission.go PersistentVolumeClaimValidateLimitFunc): ``min`` through minConstraint with no
+    limits (a claim's limits are not user input), ``max`` through maxRequestConstraint, both over
+    ``spec.resources.requests`` only, in resource-name order."""
+    requests = _quantities(_map(_map(_map(claim.get("spec")).get("resources")).get("requests")))
+    errs: list[str] = []
+    for item in items:
+        if item.get("type") != CLAIM:
+            continue
+        errs.extend(_minimums(CLAIM, item, requests, {}))
+        for name, (bound, raw) in sorted(_quantities(item.get("max")).items()):
+            shown = _text(bound, raw)
+            if name not in requests:
+                errs.append(f"maximum {name} usage per {CLAIM} is {shown}.  No request is specified")
+            elif milli_value(requests[name][0]) > milli_value(bound):
+                errs.append(f"maximum {name} usage per {CLAIM} is {shown}, but request is {_text(*requests[name])}")
+    return errs
+
+
+def validate_claim(sim: Simulation, claim: Mapping[str, Any]) -> str | None:
+    """The reason the namespace's LimitRanges refuse ``claim`` on create or update, None when
+    they admit it (the first LimitRange that refuses answers, as for pods)."""
+    namespace = str(_map(claim.get("metadata")).get("namespace") or "default")
+    for items in _ranges(sim, namespace):
+        errs = claim_errors(items, claim)
+        if errs:
             return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
     return None

@@ -271,7 +271,7 @@ def admit(sim: Simulation, obj: Mapping[str, Any], *, released: int = 0) -> None
         if kind == "Pod":
             reason = _missing(obj, set(tracked))
             if reason is not None:
-                raise _forbidden(sim, obj, f"failed quota: {name}: {reason}")
+                raise forbidden(sim, obj, f"failed quota: {name}: {reason}")
         matching.append((name, hard, tracked))
     used: Usage | None = None
     for name, hard, tracked in matching:
@@ -286,7 +286,7 @@ def admit(sim: Simulation, obj: Mapping[str, Any], *, released: int = 0) -> None
         over = sorted(k for k, v in requested.items() if used.get(k, Decimal(0)) + v > hard[k][0])
         if over:
             binary = {k: is_binary(hard[k][1]) or _binary_request(obj, k) for k in over}
-            raise _forbidden(
+            raise forbidden(
                 sim,
                 obj,
                 f"exceeded quota: {name}, requested: {_pretty({k: requested[k] for k in over}, binary)}, "
@@ -358,7 +358,7 @@ def _namespace_usage(sim: Simulation, namespace: str, kind: str, obj: Mapping[st
     return ledger.total(kind, str(obj.get("apiVersion") or ""), namespace)
 
 
-def _forbidden(sim: Simulation, obj: Mapping[str, Any], reason: str) -> ApiError:
+def forbidden(sim: Simulation, obj: Mapping[str, Any], reason: str) -> ApiError:
     """``<resource> "<name>" is forbidden: <reason>`` (admission.NewForbidden)."""
     from helmsim.cluster.controllers.crd import resource_name
 

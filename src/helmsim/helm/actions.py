@@ -860,6 +860,8 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
             problems = immutable.violations(
                 live, merged, live=live, server_side=server_side,
                 kube_version=getattr(sim.profile, "kubernetes_version", None), namespace=res.namespace,
+                # the resize admission reads the claim's StorageClass as the cluster holds it
+                storage_classes={str(sc["metadata"]["name"]): sc for sc in sim.store.list("StorageClass")},
             )
         if problems:
             for p in problems:
@@ -869,8 +871,10 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
         try:
             sim.store.apply(obj, actor=ctx.actor, cause=cause)
         except ApiError as err:
-            sim.log(ctx.actor, "apply-error", res.ref, err.message, cause=cause)
-            errors.append(err.message)
+            # pkg/kube/client.go patchResourceServerSide / patchResourceClientSide wrap the refusal
+            text = immutable.patch_error(res.kind, res.api_version, res.name, res.namespace or "", err.message, server_side)
+            sim.log(ctx.actor, "apply-error", res.ref, text, cause=cause)
+            errors.append(text)
     if errors:
         return " && ".join(errors)
     new_keys = {r.key for r in target.manifest}

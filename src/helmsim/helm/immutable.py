@@ -117,7 +117,7 @@ def violations(
         if forbidden is None:
             return []
         message = forbidden
-    return [_wrap(kind, str(new.get("apiVersion") or old.get("apiVersion") or ""), name,
+    return [patch_error(kind, str(new.get("apiVersion") or old.get("apiVersion") or ""), name,
                   _namespace(new, old, namespace), message, server_side)]
 
 
@@ -140,7 +140,8 @@ def _namespace(new: Mapping[str, Any], old: Mapping[str, Any], default: str | No
     return str(ns or "")
 
 
-def _wrap(kind: str, api_version: str, name: str, ns: str, message: str, server_side: bool) -> str:
+def patch_error(kind: str, api_version: str, name: str, ns: str, message: str, server_side: bool) -> str:
+    """The API server's refusal of a patch as Helm's update reports it."""
     if not server_side:
         # helm/helm pkg/kube/client.go patchResourceClientSide: "cannot patch %q with kind %s: %w".
         return f"cannot patch {_go_quote(name)} with kind {kind}: {message}"

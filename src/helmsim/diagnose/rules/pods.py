@@ -191,13 +191,14 @@ def _who_creates(run: ProfileRun, ref: str, owner_start: float) -> tuple[str, Tr
 )
 def pod_reference_missing(run: ProfileRun) -> list[Candidate]:
     out: list[Candidate] = []
+    refused = run.refusals(lambda _text: True)  # Helm's create of the object the API server refused
     for b in _blocked(run):
         located = run.resource(b.owner)
         if located is None:
             continue
         hr_ref, res = located
-        if _hs107_covers(run, res, b.ref):
-            continue
+        if _hs107_covers(run, res, b.ref) or b.ref in refused:
+            continue  # HS107 names the hook order; a refused create is the refusal's finding (HS124, HS104)
         ready = run.ready(hr_ref)
         source, created = _who_creates(run, b.ref, b.first.time)
         what = b.ref.replace("PriorityClass//", "PriorityClass/")

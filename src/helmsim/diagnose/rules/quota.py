@@ -5,7 +5,8 @@ HS124 quota-or-limit-refused
     hold (``exceeded quota: <name>, requested: …, used: …, limited: …``) or a pod whose
     containers do not set what a cpu/memory quota tracks (``failed quota: <name>: must specify
     …``); LimitRanger refuses a pod outside a LimitRange's bounds (``maximum memory usage per
-    Container is 512Mi, but limit is 1Gi.``). A controller's pods are its ``FailedCreate`` with
+    Container is 512Mi, but limit is 1Gi``) or a claim outside a ``type: PersistentVolumeClaim``
+    item's storage bounds. A controller's pods are its ``FailedCreate`` with
     back-off and Helm's wait times out; an object Helm creates fails the release at once. A
     rolling update that needs a surge pod the quota has no room for never ends: the finding says
     so and its fix (``maxSurge: 0``) is applied and re-simulated.
@@ -28,7 +29,12 @@ _EXCEEDED = re.compile(
 )
 _FAILED = re.compile(r"failed quota: (?P<quota>[^:]+): (?P<reason>must specify .*)$")
 # plugin/pkg/admission/limitranger/admission.go minConstraint, maxConstraint, limitRequestRatioConstraint
-_LIMIT = re.compile(r"(?:[Mm]inimum|[Mm]aximum) \S+ usage per (?:Container|Pod)|max limit to request ratio per (?:Container|Pod)")
+# and PersistentVolumeClaimValidateLimitFunc (a claim's storage request)
+_LIMIT = re.compile(
+    r"(?:[Mm]inimum|[Mm]aximum) \S+ usage per (?:Container|Pod|PersistentVolumeClaim)"
+    r"|max limit to request ratio per (?:Container|Pod)"
+)
+_CLAIM_LIMIT = re.compile(r"(?P<bound>minimum|maximum) (?P<resource>\S+) usage per PersistentVolumeClaim is (?P<value>[^,.\s]+)")
 
 
 def _refusal(text: str) -> bool:
@@ -90,6 +96,15 @@ def _needed(m: re.Match[str]) -> str:
 
 def _fixes(run: ProfileRun, res: Resource, text: str, rollout: bool) -> list[Fix]:
     exceeded = _EXCEEDED.search(text)
+    bounds = _CLAIM_LIMIT.findall(text)
+    if bounds:
+        within = " and ".join(f"{'at least' if b == 'minimum' else 'at most'} {v}" for b, _, v in bounds)
+        return [
+            Fix(
+                f"set the claim's storage request to {within} (the chart's persistence size values), or change the "
+                "namespace's LimitRange of type PersistentVolumeClaim"
+            )
+        ]
     if exceeded is not None and _CLAIM.search(text):
         return [
             Fix(
@@ -150,7 +165,9 @@ def quota_or_limit_refused(run: ProfileRun) -> list[Candidate]:
             subject = f"{owner}'s pods are refused"
             consequence = _rollout_consequence(res) if rollout else "no pod is created"
         else:
-            subject, consequence = f"{owner} is refused", "Helm's create fails"
+            previous = run.previous.get(hr_ref)
+            patched = previous is not None and any(r.ref == owner for r in previous.resources)
+            subject, consequence = f"{owner} is refused", "Helm's patch fails" if patched else "Helm's create fails"
         by = "LimitRanger" if _LIMIT.search(text) else "ResourceQuota admission"
         msg = f"{subject} by {by}: {text.split(' is forbidden: ', 1)[-1]}{times}; {consequence}"
         shown = first.message if first.what == "event" else text

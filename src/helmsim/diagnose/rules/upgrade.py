@@ -9,6 +9,7 @@ HS105 immutable-field-change
 
 from __future__ import annotations
 
+from helmsim.cluster.controllers.storage import storage_class_object
 from helmsim.diagnose.context import ProfileRun
 from helmsim.diagnose.model import Candidate, Fix, Severity, Step, step
 from helmsim.diagnose.registry import rule
@@ -31,12 +32,16 @@ def immutable_field_change(run: ProfileRun) -> list[Candidate]:
             chart.resources,
             server_side=True,
             kube_version=run.profile.kubernetes_version,
+            # a claim's resize is allowed by its class (resize/admission.go allowResize)
+            storage_classes={sc.name: storage_class_object(sc) for sc in run.profile.storage_classes},
         )
         planned = {s.resource.ref: s.errors for s in plan.steps if s.errors}
+        # only the refusals the plan foresees: another admission's (a LimitRange bounding a
+        # resized claim, a quota) is its own rule's finding
         errors = [
             e
             for e in run.events(what="apply-error")
-            if e.obj in planned or "immutable" in e.message
+            if any(e.message in p or p in e.message for p in planned.get(e.obj, ())) or "immutable" in e.message
         ]
         seen: set[str] = set()
         ready = run.ready(hr_ref)
