@@ -20,7 +20,8 @@ from helmsim.flux.helmrelease import HelmRelease
 from helmsim.flux import kustomization
 from helmsim.flux import postbuild, sources
 from helmsim.inputs import load_release
-from helmsim.manifests import read_manifest_input
+from helmsim.flux.treefiles import read_tree_files
+from helmsim.kustomize.build import Overlay
 from helmsim.flux.sources import VALUES_ERROR, SourceFailure
 from helmsim.simulate import ChartSource, ReleaseInput, ValuesError, values_from_refs
 
@@ -52,8 +53,9 @@ def build_inputs(
         if not flux_inputs.load_flux_tree([given]).helmreleases:
             raise InputError("no HelmRelease (helm.toolkit.fluxcd.io) found", file=given)
     paths = helmrelease if is_chart else [target, *helmrelease]
-    tree = flux_inputs.load_flux_tree(paths)
-    tree, build_errors, build_notes = _post_build(tree, paths, root, target)
+    tree, paths, overlays = _flux_tree(list(paths), root, target)
+    tree, build_errors, build_notes = _post_build(tree, paths, root, target, overlays)
+    build_notes = [*tree.notes, *build_notes]
     tree = _target_namespaces(tree, root, target)
     if is_chart and not helmrelease and _may_render_helmreleases(Path(target), user_values):
         meta = _meta_chart_tree(target, user_values, release_name, namespace, tuple(values))
@@ -226,6 +228,48 @@ def _kustomizations(
     return kustomization.load_units(tree, [p for p in (root(), here) if p is not None], build_errors)
 
 
+MAX_KUSTOMIZATION_PATHS = 256
+"""Kustomization paths read beyond the input, at most (each may name more)."""
+
+
+def _flux_tree(
+    paths: list[str], root: Callable[[], Path | None], target: str
+) -> tuple[flux_inputs.FluxTree, list[str], dict[Path, Overlay]]:
+    """The tree as kustomize-controller applies it: every Kustomization's ``spec.path`` read
+    (under the repository root, else the target's directory) when the input does not already
+    hold it or lie inside it, and built with what the Kustomization adds (``spec.patches``,
+    ``spec.images``); returns the tree, the paths read and those overlays."""
+    overlays: dict[Path, Overlay] = {}
+    here = Path(target) if Path(target).is_dir() else Path(target).parent
+    for _ in range(MAX_KUSTOMIZATION_PATHS + 1):
+        tree = flux_inputs.load_flux_tree(paths, overlays)
+        inputs = [Path(p).resolve() for p in paths if p != "-" and Path(p).is_dir()]
+        changed = False
+        for obj, (file, line) in zip(tree.objects, tree.sources, strict=False):
+            if not kustomization.is_kustomization(obj):
+                continue
+            ks = kustomization.parse_kustomization(obj, source=file, line=line)
+            directory = kustomization.resolve_path(ks.spec.path, [p for p in (root(), here) if p is not None])
+            if directory is None:
+                continue
+            wanted = kustomization.overlay_of(ks)
+            if wanted is not None and overlays.get(directory) != wanted:
+                overlays[directory] = wanted
+                changed = True
+            related = any(directory.is_relative_to(i) or i.is_relative_to(directory) for i in inputs)
+            if not related:
+                if len(paths) >= MAX_KUSTOMIZATION_PATHS:
+                    raise InputError(
+                        f"more than {MAX_KUSTOMIZATION_PATHS} Kustomization paths to read (limit)", file=file, line=line
+                    )
+                paths.append(str(directory))
+                inputs.append(directory)
+                changed = True
+        if not changed:
+            return tree, paths, overlays
+    raise InputError(f"more than {MAX_KUSTOMIZATION_PATHS} rounds of Kustomization paths (limit)", file=target)
+
+
 def _setting(tree: flux_inputs.FluxTree, field: str) -> list[Mapping[str, Any]]:
     """The tree's Kustomizations whose ``spec`` sets ``field``."""
     return [
@@ -258,11 +302,12 @@ def _target_namespaces(
         else o
         for o in tree.objects
     )
-    return flux_inputs.FluxTree(hrs, objects, tree.sources)
+    return flux_inputs.FluxTree(hrs, objects, tree.sources, tree.via, tree.notes)
 
 
 def _post_build(
-    tree: flux_inputs.FluxTree, paths: Sequence[str], root: Callable[[], Path | None], target: str
+    tree: flux_inputs.FluxTree, paths: Sequence[str], root: Callable[[], Path | None], target: str,
+    overlays: Mapping[Path, Overlay] | None = None,
 ) -> tuple[flux_inputs.FluxTree, dict[str, str], list[str]]:
     """The tree as kustomize-controller applies it: each Kustomization's ``postBuild``
     variables substituted in the files under its path (:mod:`helmsim.flux.postbuild`)."""
@@ -273,9 +318,10 @@ def _post_build(
     if not posted:
         return tree, {}, []
     units = _kustomizations(tree, root, target)
-    files = [f for path in paths for f in read_manifest_input(path)]
-    substituted, errors, notes = postbuild.substituted_files(files, kustomization.owner_of(units), posted, tree.objects)
-    return flux_inputs.flux_tree_from_files(substituted), errors, notes
+    read = read_tree_files(paths, overlays)
+    owner = kustomization.owner_of(units, tree.applied_from)
+    substituted, errors, notes = postbuild.substituted_files(read.files, owner, posted, tree.objects)
+    return flux_inputs.flux_tree_from_files(substituted, via=read.via, notes=tree.notes), errors, notes
 
 
 def _root(explicit: str | None, target: str) -> Callable[[], Path | None]:

@@ -7,12 +7,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 from helmsim import yamlio
 from helmsim.errors import InputError
 from helmsim.flux.helmrelease import HelmRelease, is_helmrelease, parse_helmrelease
-from helmsim.manifests import read_manifest_input
+from helmsim.flux.treefiles import read_tree_files
+from helmsim.kustomize.build import Overlay
 
 
 class FluxTree(Struct, frozen=True):
@@ -22,15 +23,28 @@ class FluxTree(Struct, frozen=True):
     objects: tuple[Mapping[str, Any], ...]
     sources: tuple[tuple[str, int], ...] = ()
     """The file and line of each of ``objects`` (same order)."""
+    via: Mapping[str, str] = field(default_factory=dict)
+    """Files a kustomization directory built from outside itself, each mapped to that
+    directory: what applies the directory applies their objects (helmsim.flux.treefiles)."""
+    notes: tuple[str, ...] = ()
+    """What the kustomize builds of the tree did not apply."""
+
+    def applied_from(self, file: str) -> str:
+        """Where ``file``'s objects are applied from: the directory that built it, else itself."""
+        return self.via.get(str(Path(file).resolve()), file)
 
 
-def load_flux_tree(paths: Sequence[str]) -> FluxTree:
-    """HelmReleases and other objects from YAML files or directories (``kind: List`` too)."""
-    return flux_tree_from_files([f for path in paths for f in read_manifest_input(path)])
+def load_flux_tree(paths: Sequence[str], overlays: Mapping[Path, Overlay] | None = None) -> FluxTree:
+    """HelmReleases and other objects from YAML files or directories (``kind: List`` too), each
+    kustomization directory as kustomize builds it (``overlays``: what a Kustomization adds to
+    the build of its path)."""
+    read = read_tree_files(paths, overlays)
+    return flux_tree_from_files(read.files, via=read.via, notes=tuple(read.notes))
 
 
 def flux_tree_from_files(
-    files: Sequence[tuple[str, str]], *, namespace: str | None = None, rendered: bool = False
+    files: Sequence[tuple[str, str]], *, namespace: str | None = None, rendered: bool = False,
+    via: Mapping[str, str] | None = None, notes: tuple[str, ...] = (),
 ) -> FluxTree:
     """HelmReleases and other objects from ``(path, text)`` pairs, e.g. a rendered meta-chart;
     objects without a namespace get ``namespace`` when given. ``rendered``: the texts are Helm's
@@ -63,7 +77,7 @@ def flux_tree_from_files(
         if hr.ref in seen:
             raise InputError(f"HelmRelease {hr.ref} is defined twice", file=hr.source)
         seen[hr.ref] = hr
-    return FluxTree(tuple(hrs), tuple(objects), tuple(sources))
+    return FluxTree(tuple(hrs), tuple(objects), tuple(sources), dict(via or {}), notes)
 
 
 def parse_chart_map(items: Sequence[str]) -> dict[str, str]:

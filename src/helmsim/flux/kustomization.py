@@ -29,6 +29,7 @@ from helmsim.flux.reconcile import Condition, ReleaseState, go_duration
 from helmsim.helm import actions
 from helmsim.kstatus import ObjectId, Result, Status
 from helmsim.kstatus.wait import decide
+from helmsim.kustomize.build import Overlay
 from helmsim.manifests import Resource, Source
 
 Proc = Generator[simpy.Event, Any, Any]
@@ -127,6 +128,25 @@ class Kustomization(_Model):
         return [f"{d.namespace or self.namespace}/{d.name}" for d in self.spec.depends_on]
 
 
+def overlay_of(ks: Kustomization) -> Overlay | None:
+    """What kustomize-controller adds to the build of the Kustomization's path: its
+    ``spec.patches`` and ``spec.images`` (fluxcd/pkg kustomize_generator.go GenerateManifest);
+    None when it adds neither."""
+    from helmsim.kustomize.patches import Patch
+    from helmsim.kustomize.select import Selector
+
+    entries = []
+    for p in ks.spec.patches or ():
+        if not isinstance(p, Mapping):
+            raise InputError(f"Kustomization {ks.ref}: spec.patches entries must be mappings", file=ks.source or None, line=ks.line)
+        target = p.get("target")
+        entries.append(Patch(str(p.get("patch") or ""), Selector.from_dict(target) if isinstance(target, Mapping) else None))
+    found = tuple(i for i in ks.spec.images or () if isinstance(i, Mapping))
+    if not entries and not found:
+        return None
+    return Overlay(tuple(entries), found)
+
+
 def is_kustomization(obj: Mapping[str, Any]) -> bool:
     return obj.get("kind") == "Kustomization" and str(obj.get("apiVersion", "")).startswith(f"{GROUP}/")
 
@@ -191,7 +211,7 @@ def plan(tree: FluxTree, roots: Sequence[Path]) -> tuple[Unit, ...]:
         if ks.ref in seen:
             raise InputError(f"Kustomization {ks.ref} is defined twice", file=ks.source or None, line=ks.line)
         seen.add(ks.ref)
-    dirs = {ks.ref: _resolve(ks.spec.path, roots) for ks in kss}
+    dirs = {ks.ref: resolve_path(ks.spec.path, roots) for ks in kss}
 
     def owner(file: str, self_ref: str | None = None) -> str | None:
         path = Path(file).resolve()
@@ -208,18 +228,18 @@ def plan(tree: FluxTree, roots: Sequence[Path]) -> tuple[Unit, ...]:
     children: dict[str, list[str]] = {ks.ref: [] for ks in kss}
     owners: dict[str, str | None] = {}
     for ks in kss:
-        own = owner(ks.source, ks.ref)
+        own = owner(tree.applied_from(ks.source), ks.ref)
         owners[ks.ref] = own
         if own is not None:
             children[own].append(ks.ref)
     for obj, (file, _line) in zip(tree.objects, tree.sources, strict=False):
         if is_kustomization(obj) or is_kustomize_config(obj):
             continue
-        own = owner(file)
+        own = owner(tree.applied_from(file))
         if own is not None:
             objects[own].append(obj)
     for hr in tree.helmreleases:
-        own = owner(hr.source) if hr.source else None
+        own = owner(tree.applied_from(hr.source)) if hr.source else None
         if own is not None:
             hrs[own].append(hr.ref)
     return tuple(
@@ -231,7 +251,8 @@ def plan(tree: FluxTree, roots: Sequence[Path]) -> tuple[Unit, ...]:
     )
 
 
-def _resolve(path: str, roots: Sequence[Path]) -> Path | None:
+def resolve_path(path: str, roots: Sequence[Path]) -> Path | None:
+    """A Kustomization's ``spec.path`` under the first of ``roots`` where it is a directory."""
     for root in roots:
         d = (root / path).resolve()
         if d.is_dir():
@@ -287,7 +308,7 @@ def _dry_run_error(body: Mapping[str, Any], err: ApiError) -> str:
 
 # fields of api/v1 KustomizationSpec that change what is applied and are not simulated
 _UNMODELLED = (
-    ("patches", "patches"), ("images", "images"), ("name_prefix", "namePrefix"), ("name_suffix", "nameSuffix"),
+    ("name_prefix", "namePrefix"), ("name_suffix", "nameSuffix"),
     ("components", "components"), ("decryption", "decryption"), ("kube_config", "kubeConfig"),
     ("service_account_name", "serviceAccountName"),
 )
@@ -733,11 +754,12 @@ def load_units(
     return tuple(replace(u, build_error=errors[u.ref]) if u.ref in errors else u for u in units)
 
 
-def owner_of(units: Sequence[Unit]) -> Callable[[str], str | None]:
-    """The Kustomization that applies a file: the deepest ``spec.path`` holding it."""
+def owner_of(units: Sequence[Unit], applied_from: Callable[[str], str] = str) -> Callable[[str], str | None]:
+    """The Kustomization that applies a file: the deepest ``spec.path`` holding it (or holding
+    the directory that built it: ``applied_from``)."""
 
     def owner(file: str) -> str | None:
-        path = Path(file).resolve()
+        path = Path(applied_from(file)).resolve()
         best: tuple[int, str] | None = None
         for u in units:
             d = u.directory
@@ -772,11 +794,12 @@ def _with_kustomize_resources(tree: FluxTree, roots: Sequence[Path]) -> FluxTree
 
     pairs = [(o, s) for o, s in zip(tree.objects, tree.sources, strict=False) if is_kustomization(o) or kept(s[0])]
     hrs = tuple(h for h in tree.helmreleases if not h.source or kept(h.source))
-    return FluxTree(hrs, tuple(o for o, _ in pairs), tuple(s for _, s in pairs))
+    return FluxTree(hrs, tuple(o for o, _ in pairs), tuple(s for _, s in pairs), tree.via, tree.notes)
 
 
 __all__ = [
     "Kustomization",
+    "overlay_of",
     "KustomizationOutcome",
     "KustomizationReconciler",
     "Unit",

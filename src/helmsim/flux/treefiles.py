@@ -1,0 +1,97 @@
+"""The files of a Flux tree as kustomize-controller reads them.
+
+A directory holding a kustomization file (``kustomization.yaml``, ``kustomization.yml``,
+``Kustomization``) is what kustomize builds from it (:mod:`helmsim.kustomize.build`): the
+objects of its ``resources``, bases outside it included, patched, namespaced and re-imaged as
+its fields say; the files it uses as patches are not objects. Any other directory is read
+file by file, as before, its subdirectories with a kustomization file built. A Kustomization's
+``spec.patches`` and ``spec.images`` are added to the build of its path (fluxcd/pkg
+kustomize/kustomize_generator.go GenerateManifest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from msgspec import Struct, field
+
+from helmsim import yamlio
+from helmsim.errors import InputError
+from helmsim.kustomize import KustomizeError
+from helmsim.kustomize.build import Overlay, build, document_text, kustomization_file
+from helmsim.manifests import read_manifest_input
+
+
+class TreeFiles(Struct):
+    """``(file, text)`` pairs; ``via``: each file built from outside the directory that builds it,
+    mapped to that directory (the Kustomization whose path holds it applies the file's objects);
+    ``notes``: what the builds did not apply."""
+
+    files: list[tuple[str, str]] = field(default_factory=list)
+    via: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def read_tree_files(paths: Sequence[str], overlays: Mapping[Path, Overlay] | None = None) -> TreeFiles:
+    """The tree under ``paths`` (files or directories), each kustomization directory built with
+    the overlay its Kustomization adds (``overlays``: by resolved directory)."""
+    out = TreeFiles()
+    for path in paths:
+        p = Path(path)
+        if path == "-" or not p.is_dir():
+            out.files.extend(read_manifest_input(path))
+            continue
+        if (p / "templates").is_dir() and not (p / "Chart.yaml").is_file():
+            raise InputError("not a Helm chart: templates/ but no Chart.yaml", file=path)
+        before = len(out.files)
+        _directory(p, out, overlays or {})
+        if len(out.files) == before:
+            raise InputError("directory holds no .yaml, .yml or .json files", file=path)
+    return out
+
+
+def _directory(d: Path, out: TreeFiles, overlays: Mapping[Path, Overlay]) -> None:
+    """Every file under ``d`` in path order, as read before kustomize builds were modelled,
+    except that the topmost directories holding a kustomization file (or built with an
+    overlay) are built, where their first file would have been read."""
+    builds: dict[Path, bool] = {}
+
+    def builds_here(x: Path) -> bool:
+        if x not in builds:
+            builds[x] = _kustomization(x) is not None or x.resolve() in overlays
+        return builds[x]
+
+    done: set[Path] = set()
+    for f in sorted(f for f in d.rglob("*") if f.is_file() and f.suffix in (".yaml", ".yml", ".json")):
+        between = [f.parent, *f.parent.parents]
+        between = between[: between.index(d) + 1]
+        root = next((x for x in reversed(between) if builds_here(x)), None)
+        if root is None:
+            out.files.append((str(f), yamlio.read_text(f)))
+        elif root not in done:
+            done.add(root)
+            _built(root, out, overlays.get(root.resolve()), _kustomization(root))
+
+
+def _kustomization(d: Path) -> Path | None:
+    try:
+        return kustomization_file(d)
+    except KustomizeError as err:
+        raise InputError(f"kustomize build failed: {err}", file=str(d)) from None
+
+
+def _built(d: Path, out: TreeFiles, overlay: Overlay | None, kfile: Path | None) -> None:
+    try:
+        result = build(d, overlay=overlay)
+    except KustomizeError as err:
+        raise InputError(f"kustomize build failed: {err}", file=str(kfile or d)) from None
+    root = d.resolve()
+    for doc in result.documents:
+        out.files.append((doc.file, document_text(doc)))
+        if not Path(doc.file).resolve().is_relative_to(root):
+            out.via.setdefault(str(Path(doc.file).resolve()), str(root))
+    out.notes.extend(n for n in result.notes if n not in out.notes)
+
+
+__all__ = ["TreeFiles", "read_tree_files"]

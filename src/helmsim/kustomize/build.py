@@ -1,0 +1,420 @@
+"""A kustomization directory built as kustomize v5 builds it for kustomize-controller.
+
+sigs.k8s.io/kustomize api/internal/target/kusttarget.go: the ``resources`` are accumulated in
+their order (a file's objects, a directory's own build), then the builtin transformers run in
+kustomize's order (kusttarget_configplugin.go configureBuiltinTransformers):
+``patchesStrategicMerge``, ``patches``, ``namespace``, ``namePrefix``/``nameSuffix``, labels,
+annotations, ``patchesJson6902``, ``replicas``, ``images``, ``replacements``. A directory without
+a kustomization file gets the one kustomize-controller generates (fluxcd/pkg
+kustomize/kustomize_generator.go findOrGenerateKustomization, scanManifests): every ``.yaml`` and
+``.yml`` file under it, and every subdirectory holding a kustomization file as one resource,
+not descended into.
+
+What is built is kept as documents of the files they come from, each at its line there, so
+reports still name the file an object was written in; an object a transformation changed is
+written out again at the line its document started on. The fields this module does not apply
+(generators, name prefixes and suffixes, labels, components, replacements, remote resources)
+are named in the build's notes, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from functools import partial
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml_rs
+from msgspec import Struct, field
+
+from helmsim import yamlio
+from helmsim.errors import InputError
+from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
+from helmsim.kustomize import KustomizeError, images, patches, smp
+from helmsim.kustomize.select import Selector, id_key, res_id
+
+# api/konfig/general.go RecognizedKustomizationFileNames
+KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+# kustomize reads patch strategies from the OpenAPI it embeds, not from the cluster's
+SCHEMA_VERSION = "1.31.0"
+MAX_DEPTH = 32
+"""Nested bases beyond this are refused (a cycle is refused before)."""
+
+_ORIGIN = "config.helmsim.io/kustomize-origin"
+# fields kustomize applies that this build does not, named in its notes
+_NOT_APPLIED = (
+    "configMapGenerator", "secretGenerator", "helmCharts", "helmGlobals", "namePrefix", "nameSuffix",
+    "commonLabels", "labels", "commonAnnotations", "components", "replacements", "vars", "crds",
+    "configurations", "transformers", "generators", "validators", "openapi",
+)
+# api/konfig/builtinpluginconsts/replicas.go: the kinds whose spec/replicas ``replicas`` sets
+_REPLICA_KINDS = ("Deployment", "ReplicationController", "ReplicaSet", "StatefulSet")
+
+
+class Document(Struct):
+    """One built object, with the file and line it was written at."""
+
+    obj: dict[str, Any]
+    file: str
+    line: int
+    text: str | None = None
+    """The document's own text when no transformation changed it."""
+
+
+class Build(Struct):
+    """What a directory builds to, every file the build read, and what it did not apply."""
+
+    documents: list[Document] = field(default_factory=list)
+    read: set[Path] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+
+
+class Overlay(Struct, frozen=True):
+    """What kustomize-controller adds to the kustomization file it builds (fluxcd/pkg
+    kustomize_generator.go GenerateManifest): ``spec.patches`` appended to ``patches``,
+    ``spec.images`` merged into ``images`` by name."""
+
+    patches: tuple[patches.Patch, ...] = ()
+    images: tuple[Mapping[str, Any], ...] = ()
+
+
+def kustomization_file(directory: Path) -> Path | None:
+    """The directory's kustomization file; kustomize refuses a directory holding two."""
+    found = [directory / n for n in KUSTOMIZATION_NAMES if (directory / n).is_file()]
+    if len(found) > 1:
+        # api/internal/target/kusttarget.go loadKustFile
+        raise KustomizeError(f"Found multiple kustomization files under: {directory}")
+    return found[0] if found else None
+
+
+def build(directory: Path, *, overlay: Overlay | None = None) -> Build:
+    """Build ``directory`` (its kustomization file, or the generated one)."""
+    out = Build()
+    docs = _build(directory.resolve(), out, (), overlay)
+    for d in docs:
+        meta = d.obj.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
+            meta["annotations"].pop(_ORIGIN, None)
+            if not meta["annotations"]:
+                del meta["annotations"]
+    out.documents = docs
+    return out
+
+
+def _build(directory: Path, out: Build, stack: tuple[Path, ...], overlay: Overlay | None) -> list[Document]:
+    if len(stack) >= MAX_DEPTH:
+        raise KustomizeError(f"more than {MAX_DEPTH} nested kustomization directories at '{directory}'")
+    kfile = kustomization_file(directory)
+    if kfile is None:
+        spec: dict[str, Any] = {"resources": _scanned(directory)}
+        where = str(directory)
+    else:
+        out.read.add(kfile)
+        spec = _spec(kfile)
+        where = str(kfile)
+    if overlay is not None:
+        spec = _with_overlay(spec, overlay)
+    for name in _NOT_APPLIED:
+        if spec.get(name):
+            out.notes.append(f"{where}: {name} not applied (not modelled): the objects are built without it")
+    docs = _accumulate(directory, spec, out, (*stack, directory), where)
+    return _transform(directory, spec, docs, out, where, overlay)
+
+
+def _spec(kfile: Path) -> dict[str, Any]:
+    text = yamlio.read_text(kfile)
+    value = yamlio.load_one(text, str(kfile)) if text.strip() else {}
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise InputError("a kustomization file must be a mapping", file=str(kfile), line=1)
+    return value
+
+
+def _scanned(directory: Path) -> list[str]:
+    """fluxcd/pkg scanManifests: the YAML files under ``directory`` in walk order, a subdirectory
+    with a kustomization file as one entry, not descended into."""
+    found: list[str] = []
+
+    def walk(d: Path) -> None:
+        for p in sorted(d.iterdir(), key=lambda x: x.name):
+            if p.is_dir():
+                if any((p / n).is_file() for n in KUSTOMIZATION_NAMES):
+                    found.append(str(p.relative_to(directory)))
+                else:
+                    walk(p)
+            elif p.suffix in (".yaml", ".yml"):
+                found.append(str(p.relative_to(directory)))
+
+    walk(directory)
+    return found
+
+
+def _with_overlay(spec: dict[str, Any], overlay: Overlay) -> dict[str, Any]:
+    spec = dict(spec)
+    if overlay.patches:
+        extra = [{"patch": p.patch, **({"target": _target_dict(p.target)} if p.target else {})} for p in overlay.patches]
+        spec["patches"] = [*(spec.get("patches") or []), *extra]
+    if overlay.images:
+        merged = [dict(i) for i in spec.get("images") or [] if isinstance(i, Mapping)]
+        for image in overlay.images:
+            same = next((m for m in merged if m.get("name") == image.get("name")), None)
+            if same is None:
+                merged.append({k: v for k, v in image.items() if v})
+                continue
+            # fields set only in the kustomization file are kept; newTag and digest go together
+            if image.get("newName"):
+                same["newName"] = image["newName"]
+            if image.get("newTag") or image.get("digest"):
+                same["newTag"], same["digest"] = image.get("newTag") or "", image.get("digest") or ""
+        spec["images"] = merged
+    return spec
+
+
+def _target_dict(target: Selector) -> dict[str, str]:
+    pairs = {
+        "group": target.group, "version": target.version, "kind": target.kind, "name": target.name,
+        "namespace": target.namespace, "labelSelector": target.label_selector,
+        "annotationSelector": target.annotation_selector,
+    }
+    return {k: v for k, v in pairs.items() if v}
+
+
+def _remote(entry: str) -> bool:
+    return "://" in entry or entry.startswith(("github.com/", "gitlab.com/", "bitbucket.org/", "git@"))
+
+
+def _accumulate(directory: Path, spec: Mapping[str, Any], out: Build, stack: tuple[Path, ...], where: str) -> list[Document]:
+    """api/internal/target/kusttarget.go accumulateResources: each entry as a file, else as a
+    base directory, with kustomize's error texts."""
+    entries = spec.get("resources") or []
+    if not isinstance(entries, list):
+        raise KustomizeError(f"invalid Kustomization: resources must be a list in {where}")
+    docs: list[Document] = []
+    for entry in entries:
+        if not isinstance(entry, str):
+            raise KustomizeError(f"invalid Kustomization: a resources entry must be a string in {where}")
+        if _remote(entry):
+            out.notes.append(f"{where}: remote resource {entry} is not read (not modelled): its objects are missing")
+            continue
+        path = Path(os.path.normpath(directory / entry))
+        if path.is_file():
+            out.read.add(path)
+            added = _documents(path)
+            dup = _duplicate(docs, added)
+            if dup is not None:
+                # accumulateFile: "merging resources from", then the loader refuses a file as a base
+                raise KustomizeError(
+                    f"accumulating resources: accumulation err='merging resources from '{entry}': {dup}': "
+                    f"must build at directory: '{path}': file is not directory"
+                )
+            docs.extend(added)
+            continue
+        if not path.is_dir():
+            lstat = f"evalsymlink failure on '{path}' : lstat {path}: no such file or directory"
+            raise KustomizeError(
+                f"accumulating resources: accumulation err='accumulating resources from '{entry}': {lstat}': "
+                f"must build at directory: not a valid directory: {lstat}"
+            )
+        prefix = f"accumulating resources: accumulation err='accumulating resources from '{entry}': '{path}' must resolve to a file'"
+        if path in stack:
+            # api/loader/fileloader.go New: the base is already on the path being built
+            raise KustomizeError(f"{prefix}: cycle detected: candidate root '{path}' contains visited root '{path}'")
+        if kustomization_file(path) is None:
+            names = ", ".join(f"'{n}'" for n in KUSTOMIZATION_NAMES[:-1]) + f" or '{KUSTOMIZATION_NAMES[-1]}'"
+            raise KustomizeError(
+                f"{prefix}: couldn't make target for path '{path}': unable to find one of {names} in directory '{path}'"
+            )
+        try:
+            added = _build(path, out, stack, None)
+        except KustomizeError as err:
+            raise KustomizeError(f"{prefix}: recursed accumulation of path '{path}': {err}") from None
+        dup = _duplicate(docs, added)
+        if dup is not None:
+            raise KustomizeError(f"{prefix}: recursed merging from path '{path}': {dup}")
+        docs.extend(added)
+    return docs
+
+
+def _duplicate(have: Sequence[Document], added: Sequence[Document]) -> str | None:
+    """api/resmap/reswrangler.go Append: the refusal of an object whose id is taken."""
+    seen = {id_key(d.obj) for d in have}
+    for d in added:
+        key = id_key(d.obj)
+        if key in seen:
+            return f"may not add resource with an already registered id: {res_id(d.obj)}"
+        seen.add(key)
+    return None
+
+
+def _documents(path: Path) -> list[Document]:
+    text = yamlio.read_text(path)
+    chunks = yamlio.split_documents(text)
+    out: list[Document] = []
+    for doc in yamlio.load_documents(text, str(path)):
+        value = doc.value
+        items = value.get("items") if isinstance(value, dict) and value.get("kind") == "List" else None
+        chunk = chunks[doc.index][0] if doc.index < len(chunks) else None
+        if isinstance(items, list):
+            out.extend(Document(i, str(path), doc.line) for i in items if isinstance(i, dict))
+        elif isinstance(value, dict):
+            out.append(Document(value, str(path), doc.line, chunk))
+    return out
+
+
+def _read_patch(directory: Path, entry: Mapping[str, Any], out: Build, where: str) -> str:
+    if entry.get("path"):
+        path = (directory / str(entry["path"])).resolve()
+        if not path.is_file():
+            raise KustomizeError(f"trouble reading patch '{entry['path']}' of {where}: open {path}: no such file or directory")
+        out.read.add(path)
+        return yamlio.read_text(path)
+    return str(entry.get("patch") or "")
+
+
+def _transform(
+    directory: Path, spec: Mapping[str, Any], docs: list[Document], out: Build, where: str, overlay: Overlay | None
+) -> list[Document]:
+    originals = [copy.deepcopy(d.obj) for d in docs]
+    objs: list[dict[str, Any]] = []
+    for i, d in enumerate(docs):
+        obj = copy.deepcopy(d.obj)
+        meta = obj.setdefault("metadata", {}) if isinstance(obj.get("metadata", {}), dict) else {}
+        annotations = meta.get("annotations")
+        meta["annotations"] = {**(annotations if isinstance(annotations, dict) else {}), _ORIGIN: str(i)}
+        objs.append(obj)
+
+    def schema(api_version: str, kind: str) -> smp.Schema | None:
+        return smp.schema_for(SCHEMA_VERSION, api_version, kind)
+
+    steps: list[Callable[[list[dict[str, Any]]], list[dict[str, Any]]]] = []
+
+    def patching(entry: patches.Patch) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+        return lambda o: patches.apply(o, entry, schema)
+
+    def each(fn: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+        return lambda o: [fn(x) for x in o]
+
+    for item in _list(spec, "patchesStrategicMerge", where):
+        text = _read_patch(directory, {"path": item}, out, where) if _is_path(item) else str(item)
+        steps.append(_strategic_merge(patches.Patch(text), schema))
+    for item in _list(spec, "patches", where):
+        if not isinstance(item, Mapping):
+            raise KustomizeError(f"invalid Kustomization: a patches entry must be a mapping in {where}")
+        target = item.get("target")
+        options = item.get("options")
+        steps.append(patching(patches.Patch(
+            _read_patch(directory, item, out, where),
+            Selector.from_dict(target) if isinstance(target, Mapping) else None,
+            {str(k): bool(v) for k, v in options.items()} if isinstance(options, Mapping) else {},
+        )))
+    namespace = spec.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        steps.append(each(partial(_namespaced, namespace=namespace)))
+    for item in _list(spec, "patchesJson6902", where):
+        if not isinstance(item, Mapping) or not isinstance(item.get("target"), Mapping):
+            raise KustomizeError(f"invalid Kustomization: a patchesJson6902 entry needs a target in {where}")
+        steps.append(patching(patches.Patch(_read_patch(directory, item, out, where), Selector.from_dict(item["target"]))))
+    for item in _list(spec, "replicas", where):
+        if isinstance(item, Mapping) and item.get("name"):
+            steps.append(each(partial(_replicas, name=str(item["name"]), count=item.get("count"))))
+    wanted = [images.Image.from_dict(i) for i in _list(spec, "images", where) if isinstance(i, Mapping)]
+    if wanted:
+        steps.append(each(partial(_imaged, wanted=wanted)))
+    for run in steps:
+        objs = run(objs)
+    built: list[Document] = []
+    for obj in objs:
+        origin = ((obj.get("metadata") or {}).get("annotations") or {}).get(_ORIGIN)
+        index = int(origin) if isinstance(origin, str) and origin.isdigit() and int(origin) < len(docs) else None
+        clean = copy.deepcopy(obj)
+        anns = clean["metadata"]["annotations"]
+        anns.pop(_ORIGIN, None)
+        if not anns:
+            del clean["metadata"]["annotations"]
+        if index is None:
+            built.append(Document(clean, where, 1))
+            continue
+        source = docs[index]
+        unchanged = clean == originals[index]
+        built.append(Document(clean, source.file, source.line, source.text if unchanged else None))
+    return built
+
+
+def _strategic_merge(entry: patches.Patch, schema: patches.SchemaFor) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """api/builtins/PatchStrategicMergeTransformer.go: the patch's target is the object with
+    its id (resmap GetById's error, without PatchTransformer's wrapping)."""
+
+    def run(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        try:
+            return patches.apply(objs, entry, schema)
+        except KustomizeError as err:
+            text = str(err)
+            cut = text.find('": ') if text.startswith("no resource matches strategic merge patch") else -1
+            raise KustomizeError(text[cut + 3:] if cut >= 0 else text) from None
+
+    return run
+
+
+def _list(spec: Mapping[str, Any], name: str, where: str) -> list[Any]:
+    value = spec.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise KustomizeError(f"invalid Kustomization: {name} must be a list in {where}")
+    return value
+
+
+def _is_path(item: Any) -> bool:
+    """A patchesStrategicMerge entry is a file path unless it is an inline patch (it parses as
+    a mapping with several lines: api/types/patchstrategicmerge.go)."""
+    return isinstance(item, str) and "\n" not in item.strip()
+
+
+def _namespaced(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """api/filters/namespace/namespace.go: metadata.namespace of every namespaced object (an
+    unknown kind is namespaced), the namespace of (Cluster)RoleBinding subjects named
+    ``default`` (setRoleBindingSubjects: defaultOnly), and the Service namespaces the
+    namespace field specs name (api/konfig/builtinpluginconsts/namespace.go)."""
+    kind = str(obj.get("kind") or "")
+    if kind not in CLUSTER_SCOPED_KINDS:
+        obj.setdefault("metadata", {})["namespace"] = namespace
+    if kind in ("RoleBinding", "ClusterRoleBinding"):
+        for subject in obj.get("subjects") or ():
+            if isinstance(subject, dict) and subject.get("name") == "default":
+                subject["namespace"] = namespace
+    if kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for hook in obj.get("webhooks") or ():
+            service = ((hook or {}).get("clientConfig") or {}).get("service") if isinstance(hook, dict) else None
+            if isinstance(service, dict):
+                service["namespace"] = namespace
+    if kind == "APIService" and isinstance((obj.get("spec") or {}).get("service"), dict):
+        obj["spec"]["service"]["namespace"] = namespace
+    if kind == "CustomResourceDefinition":
+        service = ((((obj.get("spec") or {}).get("conversion") or {}).get("webhook") or {}).get("clientConfig") or {}).get("service")
+        if isinstance(service, dict):
+            service["namespace"] = namespace
+    return obj
+
+
+def _replicas(obj: dict[str, Any], name: str, count: Any) -> dict[str, Any]:
+    """api/filters/replicacount: ``spec.replicas`` of the workloads named ``name``."""
+    if obj.get("kind") in _REPLICA_KINDS and (obj.get("metadata") or {}).get("name") == name:
+        obj.setdefault("spec", {})["replicas"] = count
+    return obj
+
+
+def _imaged(obj: dict[str, Any], wanted: Sequence[images.Image]) -> dict[str, Any]:
+    images.apply(obj, list(wanted))
+    return obj
+
+
+def document_text(doc: Document) -> str:
+    """The document as YAML text starting at its line (its own text when unchanged)."""
+    body = doc.text if doc.text is not None else yaml_rs.dumps(doc.obj).removeprefix("---\n")
+    return "\n" * (doc.line - 1) + body.strip("\n") + "\n"
+
+
+__all__ = ["Build", "Document", "KUSTOMIZATION_NAMES", "Overlay", "build", "document_text", "kustomization_file"]

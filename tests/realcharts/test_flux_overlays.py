@@ -1,0 +1,110 @@
+"""A Flux tree laid out as fluxcd/flux2-kustomize-helm-example lays it out: a base
+(apps/base/podinfo, its kustomization.yaml setting the namespace) and one overlay per cluster
+(apps/staging, apps/production) whose kustomization.yaml patches the HelmRelease's values from a
+file that is a patch, not an object. kustomize-controller builds each Kustomization's path
+(fluxcd/kustomize-controller internal/controller/kustomization_controller.go build; fluxcd/pkg
+kustomize_generator.go). helmsim read every YAML file as an object: the tree failed on the patch
+file (``spec.interval: Field required``), and a cluster directory alone had no HelmRelease."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from helmsim.cluster.profile import load_profile
+from helmsim.release_inputs import build_inputs
+from helmsim.simulate import SimulationResult, simulate
+
+ROOT = Path(__file__).resolve().parents[2]
+TREE = ROOT / "tests" / "realcharts" / "flux-overlays"
+
+
+def _simulate(target: Path, repository_root: Path = ROOT) -> SimulationResult:
+    releases = build_inputs(str(target), release_name=None, namespace="default", repository_root=str(repository_root))
+    return simulate(load_profile("kind"), releases, horizon=900.0)
+
+
+def _pods(result: SimulationResult) -> list[str]:
+    assert result.sim is not None
+    return [p["metadata"]["name"] for p in result.sim.store.list("Pod", "podinfo")]
+
+
+def test_a_cluster_directory_applies_its_overlay_of_the_base() -> None:
+    result = _simulate(TREE / "clusters" / "staging")
+    [release] = result.releases
+    # the base's kustomization.yaml put the HelmRelease in podinfo; staging's patch set 2 replicas
+    assert (release.namespace, release.name, release.outcome) == ("podinfo", "podinfo", "Ready")
+    assert len(_pods(result)) == 2
+    [apps] = result.kustomizations
+    assert apps.name == "apps" and apps.ready == "True"
+
+
+def test_the_production_overlay_decides_the_verdict() -> None:
+    """Three replicas, one per node, on kind's one node: two stay Pending and the release stalls;
+    the base's own values (one replica) would have been Ready."""
+    result = _simulate(TREE / "clusters" / "production")
+    [release] = result.releases
+    assert release.outcome == "Stalled"
+    assert len(_pods(result)) == 3
+    [apps] = result.kustomizations
+    assert apps.ready == "False" and apps.reason == "HealthCheckFailed"
+
+
+def test_a_kustomizations_own_patches_and_images_are_added_to_its_build(tmp_path: Path) -> None:
+    """fluxcd/pkg kustomize_generator.go: spec.patches are appended to the kustomization.yaml's
+    patches, so they apply after staging's values patch."""
+    cluster = tmp_path / "cluster"
+    cluster.mkdir()
+    text = (TREE / "clusters" / "staging" / "apps.yaml").read_text()
+    text += (
+        "  patches:\n"
+        "    - target: {kind: HelmRelease, name: podinfo}\n"
+        "      patch: |\n"
+        "        - op: replace\n"
+        "          path: /spec/values/replicaCount\n"
+        "          value: 4\n"
+    )
+    (cluster / "apps.yaml").write_text(text)
+    result = _simulate(cluster)
+    assert len(_pods(result)) == 4
+    assert result.releases[0].outcome == "Ready"
+
+
+def test_both_clusters_at_once_are_refused_in_one_line() -> None:
+    """Each cluster directory names its own Kustomization flux-system/apps: one simulation is
+    one cluster."""
+    done = subprocess.run(
+        [sys.executable, "-m", "helmsim", "simulate", str(TREE / "clusters"), "-p", "kind"],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "defined twice" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_broken_overlay_is_a_kustomize_build_error_naming_its_file(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    (tree / "apps" / "staging" / "kustomization.yaml").write_text("resources:\n  - ../base/missing\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "helmsim", "simulate", str(tree / "apps" / "staging"), "-p", "kind"],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2
+    line = done.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert str(tree / "apps" / "staging" / "kustomization.yaml") in line
+    assert "kustomize build failed: accumulating resources: accumulation err='accumulating resources from '../base/missing'" in line
+
+
+def test_what_a_build_does_not_apply_is_said(tmp_path: Path) -> None:
+    tree = tmp_path / "tests" / "realcharts" / "flux-overlays"
+    shutil.copytree(TREE, tree)
+    kfile = tree / "apps" / "staging" / "kustomization.yaml"
+    kfile.write_text(kfile.read_text() + "configMapGenerator:\n  - name: podinfo-values\n    literals: [a=b]\n")
+    releases = build_inputs(
+        str(tree / "clusters" / "staging"), release_name=None, namespace="default", repository_root=str(tmp_path)
+    )
+    notes = [n for r in releases for n in r.notes]
+    assert f"{kfile}: configMapGenerator not applied (not modelled): the objects are built without it" in notes
