@@ -5,12 +5,17 @@ Shared by ``simulate``, ``check``, ``diff --rehearse``, scenario files and the p
 
 from __future__ import annotations
 
+import atexit
 import io
+import shutil
 import tarfile
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from helmsim import gitref
 from helmsim import render as rendering
@@ -20,6 +25,7 @@ from helmsim.flux.helmrelease import HelmRelease
 from helmsim.flux import kustomization
 from helmsim.flux import postbuild, sources
 from helmsim.inputs import load_release
+from helmsim.flux import artifacts as flux_artifacts
 from helmsim.flux.treefiles import read_tree_files
 from helmsim.kustomize.build import Overlay
 from helmsim.flux.sources import VALUES_ERROR, SourceFailure
@@ -240,16 +246,34 @@ def _flux_tree(
     hold it or lie inside it, and built with what the Kustomization adds (``spec.patches``,
     ``spec.images``); returns the tree, the paths read and those overlays."""
     overlays: dict[Path, Overlay] = {}
+    artifacts: dict[str, str] = {}
+    renames: dict[str, str] = {}
+    notes: list[str] = []
+    workdir: Path | None = None
     here = Path(target) if Path(target).is_dir() else Path(target).parent
     for _ in range(MAX_KUSTOMIZATION_PATHS + 1):
-        tree = flux_inputs.load_flux_tree(paths, overlays)
+        tree = flux_inputs.load_flux_tree(paths, overlays, artifacts, renames)
         inputs = [Path(p).resolve() for p in paths if p != "-" and Path(p).is_dir()]
         changed = False
         for obj, (file, line) in zip(tree.objects, tree.sources, strict=False):
             if not kustomization.is_kustomization(obj):
                 continue
             ks = kustomization.parse_kustomization(obj, source=file, line=line)
-            directory = kustomization.resolve_path(ks.spec.path, [p for p in (root(), here) if p is not None])
+            key = kustomization.artifact_key(ks)
+            if key is not None and key not in artifacts:
+                ns, _, name = key.partition("/")
+                found = flux_artifacts.find(tree.objects, tree.sources, ns, name)
+                if found is None:
+                    continue  # the Kustomization's source is missing: the reconcile says so
+                workdir = workdir or _scratch()
+                made = flux_artifacts.materialize(*found, root(), workdir / ns / name)
+                artifacts[key] = str(made.root)
+                renames.update(made.files)
+                notes.extend(n for n in made.notes if n not in notes)
+                changed = True
+                continue
+            search = [Path(artifacts[key])] if key is not None else [p for p in (root(), here) if p is not None]
+            directory = kustomization.resolve_path(ks.spec.path, search)
             if directory is None:
                 continue
             wanted = kustomization.overlay_of(ks)
@@ -266,8 +290,15 @@ def _flux_tree(
                 inputs.append(directory)
                 changed = True
         if not changed:
-            return tree, paths, overlays
+            return msgspec.structs.replace(tree, notes=(*notes, *tree.notes)), paths, overlays
     raise InputError(f"more than {MAX_KUSTOMIZATION_PATHS} rounds of Kustomization paths (limit)", file=target)
+
+
+def _scratch() -> Path:
+    """A directory for the ExternalArtifacts this process materializes, removed at exit."""
+    made = Path(tempfile.mkdtemp(prefix="helmsim-artifacts-"))
+    atexit.register(shutil.rmtree, made, True)
+    return made
 
 
 def _setting(tree: flux_inputs.FluxTree, field: str) -> list[Mapping[str, Any]]:
@@ -302,7 +333,7 @@ def _target_namespaces(
         else o
         for o in tree.objects
     )
-    return flux_inputs.FluxTree(hrs, objects, tree.sources, tree.via, tree.notes)
+    return msgspec.structs.replace(tree, helmreleases=hrs, objects=objects)
 
 
 def _post_build(
@@ -318,10 +349,11 @@ def _post_build(
     if not posted:
         return tree, {}, []
     units = _kustomizations(tree, root, target)
-    read = read_tree_files(paths, overlays)
+    read = read_tree_files(paths, overlays, tree.renames)
     owner = kustomization.owner_of(units, tree.applied_from)
     substituted, errors, notes = postbuild.substituted_files(read.files, owner, posted, tree.objects)
-    return flux_inputs.flux_tree_from_files(substituted, via=read.via, notes=tree.notes), errors, notes
+    rebuilt = flux_inputs.flux_tree_from_files(substituted, via=read.via, notes=tree.notes)
+    return msgspec.structs.replace(rebuilt, artifacts=tree.artifacts, renames=tree.renames), errors, notes
 
 
 def _root(explicit: str | None, target: str) -> Callable[[], Path | None]:

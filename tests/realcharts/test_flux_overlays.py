@@ -108,3 +108,23 @@ def test_what_a_build_does_not_apply_is_said(tmp_path: Path) -> None:
     )
     notes = [n for r in releases for n in r.notes]
     assert f"{kfile}: configMapGenerator not applied (not modelled): the objects are built without it" in notes
+
+
+def test_an_artifact_generators_external_artifact_is_built_from_its_copies() -> None:
+    """fluxcd/source-watcher internal/builder/builder.go: the apps artifact holds base/ and
+    production/ copied from the repository; the Kustomization builds ./production from it, and
+    the objects are still named by the files they were copied from."""
+    result = _simulate(TREE / "clusters" / "artifacts")
+    [release] = result.releases
+    assert release.outcome == "Stalled" and len(_pods(result)) == 3
+    [apps] = result.kustomizations
+    assert apps.reason == "HealthCheckFailed"
+    releases = build_inputs(
+        str(TREE / "clusters" / "artifacts"), release_name=None, namespace="default", repository_root=str(ROOT)
+    )
+    [given] = releases
+    assert given.hr.source == str(TREE / "apps" / "base" / "podinfo" / "release.yaml")
+    assert (
+        "Kustomization flux-system/apps: its source ExternalArtifact/flux-system/apps is composed by ArtifactGenerator "
+        "flux-system/flux-system from the local tree (its copy operations applied); the generator is assumed Ready"
+    ) in result.notes

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from msgspec import Struct, field
 
 from helmsim import yamlio
@@ -28,18 +29,29 @@ class FluxTree(Struct, frozen=True):
     directory: what applies the directory applies their objects (helmsim.flux.treefiles)."""
     notes: tuple[str, ...] = ()
     """What the kustomize builds of the tree did not apply."""
+    artifacts: Mapping[str, str] = field(default_factory=dict)
+    """Each ExternalArtifact (``namespace/name``) a Kustomization builds from, as the directory
+    it was materialized into (helmsim.flux.artifacts)."""
+    renames: Mapping[str, str] = field(default_factory=dict)
+    """Each artifact file, mapped to the file it was copied from."""
 
     def applied_from(self, file: str) -> str:
         """Where ``file``'s objects are applied from: the directory that built it, else itself."""
         return self.via.get(str(Path(file).resolve()), file)
 
 
-def load_flux_tree(paths: Sequence[str], overlays: Mapping[Path, Overlay] | None = None) -> FluxTree:
+def load_flux_tree(
+    paths: Sequence[str],
+    overlays: Mapping[Path, Overlay] | None = None,
+    artifacts: Mapping[str, str] | None = None,
+    renames: Mapping[str, str] | None = None,
+) -> FluxTree:
     """HelmReleases and other objects from YAML files or directories (``kind: List`` too), each
     kustomization directory as kustomize builds it (``overlays``: what a Kustomization adds to
-    the build of its path)."""
-    read = read_tree_files(paths, overlays)
-    return flux_tree_from_files(read.files, via=read.via, notes=tuple(read.notes))
+    the build of its path; ``artifacts`` and ``renames``: the ExternalArtifacts materialized)."""
+    read = read_tree_files(paths, overlays, renames)
+    tree = flux_tree_from_files(read.files, via=read.via, notes=tuple(read.notes))
+    return msgspec.structs.replace(tree, artifacts=dict(artifacts or {}), renames=dict(renames or {}))
 
 
 def flux_tree_from_files(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import simpy
 from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -211,7 +212,7 @@ def plan(tree: FluxTree, roots: Sequence[Path]) -> tuple[Unit, ...]:
         if ks.ref in seen:
             raise InputError(f"Kustomization {ks.ref} is defined twice", file=ks.source or None, line=ks.line)
         seen.add(ks.ref)
-    dirs = {ks.ref: resolve_path(ks.spec.path, roots) for ks in kss}
+    dirs = {ks.ref: resolve_path(ks.spec.path, _roots_of(ks, tree, roots)) for ks in kss}
 
     def owner(file: str, self_ref: str | None = None) -> str | None:
         path = Path(file).resolve()
@@ -249,6 +250,23 @@ def plan(tree: FluxTree, roots: Sequence[Path]) -> tuple[Unit, ...]:
         )
         for ks in kss
     )
+
+
+def artifact_key(ks: Kustomization) -> str | None:
+    """``namespace/name`` of the ExternalArtifact the Kustomization builds from, if it does."""
+    ref = ks.spec.source_ref
+    if ref.get("kind") != "ExternalArtifact":
+        return None
+    return f"{ref.get('namespace') or ks.namespace}/{ref.get('name')}"
+
+
+def _roots_of(ks: Kustomization, tree: FluxTree, roots: Sequence[Path]) -> Sequence[Path]:
+    """Where the Kustomization's path is read: its ExternalArtifact's content, else ``roots``."""
+    key = artifact_key(ks)
+    if key is None:
+        return roots
+    found = tree.artifacts.get(key)
+    return [Path(found)] if found else []
 
 
 def resolve_path(path: str, roots: Sequence[Path]) -> Path | None:
@@ -794,7 +812,7 @@ def _with_kustomize_resources(tree: FluxTree, roots: Sequence[Path]) -> FluxTree
 
     pairs = [(o, s) for o, s in zip(tree.objects, tree.sources, strict=False) if is_kustomization(o) or kept(s[0])]
     hrs = tuple(h for h in tree.helmreleases if not h.source or kept(h.source))
-    return FluxTree(hrs, tuple(o for o, _ in pairs), tuple(s for _, s in pairs), tree.via, tree.notes)
+    return msgspec.structs.replace(tree, helmreleases=hrs, objects=tuple(o for o, _ in pairs), sources=tuple(s for _, s in pairs))
 
 
 __all__ = [
@@ -872,10 +890,23 @@ class Controller(Struct):
             "Kustomization revisions are helmsim's digest of the files under each path "
             "(<branch>@sha1:<digest>), not the Git commit kustomize-controller reports"
         ]
+        from helmsim.flux.artifacts import generated
+
+        objects = (*tree_objects, *(o for u in self.units for o in u.objects))
         known = {
             (str(o.get("kind")), str((o.get("metadata") or {}).get("namespace") or ""), str((o.get("metadata") or {}).get("name")))
-            for o in (*tree_objects, *(o for u in self.units for o in u.objects))
+            for o in objects
         }
+        produced = generated(objects)
+        known |= {("ExternalArtifact", ns, name) for ns, name in produced}
         for u in self.units:
             out += unmodelled_notes(u.ks, known)
+            ref = u.ks.spec.source_ref
+            key = (str(ref.get("namespace") or u.ks.namespace), str(ref.get("name") or ""))
+            if ref.get("kind") == "ExternalArtifact" and key in produced:
+                out.append(
+                    f"Kustomization {u.ks.ref}: its source ExternalArtifact/{key[0]}/{key[1]} is composed by "
+                    f"ArtifactGenerator {produced[key]} from the local tree (its copy operations applied); the generator "
+                    "is assumed Ready"
+                )
         return out

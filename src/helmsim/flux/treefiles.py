@@ -31,12 +31,17 @@ class TreeFiles(Struct):
     files: list[tuple[str, str]] = field(default_factory=list)
     via: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    renames: dict[str, str] = field(default_factory=dict)
 
 
-def read_tree_files(paths: Sequence[str], overlays: Mapping[Path, Overlay] | None = None) -> TreeFiles:
+def read_tree_files(
+    paths: Sequence[str], overlays: Mapping[Path, Overlay] | None = None, renames: Mapping[str, str] | None = None
+) -> TreeFiles:
     """The tree under ``paths`` (files or directories), each kustomization directory built with
-    the overlay its Kustomization adds (``overlays``: by resolved directory)."""
+    the overlay its Kustomization adds (``overlays``: by resolved directory); a built file in
+    ``renames`` (an artifact's copy) is named as the file it was copied from."""
     out = TreeFiles()
+    out.renames = dict(renames or {})
     for path in paths:
         p = Path(path)
         if path == "-" or not p.is_dir():
@@ -88,9 +93,11 @@ def _built(d: Path, out: TreeFiles, overlay: Overlay | None, kfile: Path | None)
         raise InputError(f"kustomize build failed: {err}", file=str(kfile or d)) from None
     root = d.resolve()
     for doc in result.documents:
-        out.files.append((doc.file, document_text(doc)))
-        if not Path(doc.file).resolve().is_relative_to(root):
-            out.via.setdefault(str(Path(doc.file).resolve()), str(root))
+        real = str(Path(doc.file).resolve())
+        shown = out.renames.get(real, doc.file)
+        out.files.append((shown, document_text(doc)))
+        if shown != doc.file or not Path(real).is_relative_to(root):
+            out.via.setdefault(str(Path(shown).resolve()), str(root))
     out.notes.extend(n for n in result.notes if n not in out.notes)
 
 
