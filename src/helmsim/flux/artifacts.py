@@ -121,7 +121,10 @@ class _CopyError(Exception):
 
 def _copy(op: Mapping[str, Any], aliases: Mapping[str, Path | None], out: Artifact, ref: str) -> None:
     source, to = str(op.get("from") or ""), str(op.get("to") or "")
-    if not source.startswith("@") or "/" not in source:
+    # builder.go parseCopySource, parseCopyDestinationRelative
+    if not source.startswith("@"):
+        raise _CopyError(f"invalid copy source '{source}': source must start with '@'")
+    if "/" not in source:
         raise _CopyError(f"invalid copy source '{source}': source format must be '@alias/pattern'")
     if not to.startswith("@artifact/"):
         raise _CopyError(f"invalid copy destination '{to}': destination must start with '@artifact/'")
@@ -136,8 +139,13 @@ def _copy(op: Mapping[str, Any], aliases: Mapping[str, Path | None], out: Artifa
     if strategy != "Overwrite":
         out.notes.append(f"{ref}: copy strategy {strategy} of '{source}' not modelled: copied as Overwrite")
     excludes = [str(e) for e in op.get("exclude") or ()]
+    for e in excludes:
+        if not _valid(e, braces=True):  # doublestar.Match(pattern, ".") fails on a malformed pattern
+            raise _CopyError(f"invalid exclude pattern '{e}'")
     if not any(c in pattern for c in "*?[]"):
         clean = os.path.normpath(pattern) if pattern else "."  # filepath.Clean
+        if clean == ".." or clean.startswith(("../", "/")):
+            raise _CopyError(f"failed to stat source '{clean}': statat {clean}: path escapes from parent")  # os.Root
         src = root / clean
         if not src.exists():
             raise _CopyError(f"source '{clean}' does not exist")
@@ -151,10 +159,15 @@ def _copy(op: Mapping[str, Any], aliases: Mapping[str, Path | None], out: Artifa
                 target = target / src.name
             _file(src, target, out)
         return
+    if not all(_valid(part) for part in pattern.split("/")):
+        raise _CopyError(f"invalid glob pattern '{pattern}': syntax error in pattern")  # path.ErrBadPattern
     base = _literal_prefix(pattern)
-    matches = [m for m in _glob(root, pattern) if not _excluded(m, base, excludes)]
-    if not matches:
+    found = _glob(root, pattern)
+    if not found:
         raise _CopyError(f"no files match pattern '{pattern}' in source '{alias}'")
+    matches = [m for m in found if not _excluded(m, base, excludes)]
+    if not matches:
+        raise _CopyError(f"all files matching pattern '{pattern}' in source '{alias}' were excluded")
     prefix = pattern[: -len("/**")] if pattern.endswith("/**") else None
     for m in matches:
         rel = m.relative_to(prefix) if prefix is not None and m.is_relative_to(prefix) else m
@@ -183,6 +196,40 @@ def _glob(root: Path, pattern: str) -> list[Path]:
     return found
 
 
+def _valid(pattern: str, *, braces: bool = False) -> bool:
+    """Whether Go's path.Match (or doublestar, with ``braces``) accepts the pattern: every ``[``
+    closed by a ``]`` after at least one character, ``\\`` escaping the next one, and every
+    ``{`` closed."""
+    i, depth = 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            if i + 1 >= len(pattern):
+                return False
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < len(pattern) and pattern[j] in "^!":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                return False  # path.Match getEsc: an empty class (or a leading ]) is ErrBadPattern
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            if j >= len(pattern):
+                return False
+            i = j + 1
+            continue
+        if braces and c == "{":
+            depth += 1
+        elif braces and c == "}":
+            depth -= 1
+            if depth < 0:
+                return False
+        i += 1
+    return depth == 0
+
+
 def _literal_prefix(pattern: str) -> Path:
     """sourceSelectionRoot: the segments before the first with a glob."""
     out: list[str] = []
@@ -201,10 +248,12 @@ def _excluded(path: Path, base: Path, excludes: Sequence[str]) -> bool:
     candidates = [path]
     if base != Path(".") and path.is_relative_to(base) and path != base:
         candidates.append(path.relative_to(base))
+    flags = wglob.GLOBSTAR | wglob.DOTMATCH | wglob.BRACE
     for c in candidates:
         for pattern in excludes:
-            flags = wglob.GLOBSTAR | wglob.DOTMATCH
-            if wglob.globmatch(str(c), pattern, flags=flags):
+            # doublestar: a trailing /** matches zero segments too, so "a/**" excludes a itself
+            forms = [pattern, pattern[: -len("/**")]] if pattern.endswith("/**") else [pattern]
+            if any(f and wglob.globmatch(str(c), f, flags=flags) for f in forms):
                 return True
             if "/" not in pattern and wglob.globmatch(c.name, pattern, flags=flags):
                 return True
@@ -213,6 +262,9 @@ def _excluded(path: Path, base: Path, excludes: Sequence[str]) -> bool:
 
 def _tree(src: Path, target: Path, excludes: Sequence[str], base: Path, out: Artifact, root: Path) -> None:
     """copyDirWithRoots: every file under ``src``, an excluded directory skipped whole."""
+    if not target.resolve().is_relative_to(out.root.resolve()):
+        shown = os.path.relpath(target, out.root)
+        raise _CopyError(f"failed to create directory '{shown}': mkdirat {shown}: path escapes from parent")
     target.mkdir(parents=True, exist_ok=True)
     for entry in sorted(src.iterdir(), key=lambda e: e.name):
         rel = entry.relative_to(root)
@@ -225,6 +277,10 @@ def _tree(src: Path, target: Path, excludes: Sequence[str], base: Path, out: Art
 
 
 def _file(src: Path, target: Path, out: Artifact) -> None:
+    if not target.resolve().is_relative_to(out.root.resolve()):
+        # os.Root (builder.go copies through the staging root): nothing is written outside it
+        rel = os.path.relpath(target, out.root)
+        raise _CopyError(f"failed to copy file '{src.name}' to '{rel}': openat {rel}: path escapes from parent")
     if len(out.files) >= MAX_FILES:
         raise _CopyError(f"more than {MAX_FILES} files in one artifact (limit)")
     target.parent.mkdir(parents=True, exist_ok=True)
