@@ -118,7 +118,25 @@ def _validate_update(sim: Simulation, obj: Mapping[str, Any]) -> None:
     validation, LimitRanger's bounds on a claim (a resize beyond a LimitRange's max), and a
     managed platform's validating webhook (GKE Autopilot's Warden)."""
     validate_spec(obj)
-    if obj.get("kind") == "PersistentVolumeClaim" and obj.get("apiVersion") == "v1":
+    if obj.get("kind") == "PersistentVolumeClaim" and obj.get("apiVersion") == "v1" and _resized(sim, obj):
         admit_claim(sim, obj)
     warden.check(sim, obj, sim.store.acting)
+
+
+def _resized(sim: Simulation, claim: Mapping[str, Any]) -> bool:
+    """Whether an update changes the claim's requests (a resize), which LimitRanger bounds.
+
+    Upstream LimitRanger checks every update of a claim not being deleted (admission.go
+    runLimitFunc); a controller's write of a claim created before a LimitRange it breaks (the
+    scheduler's selected-node annotation, the binder's volumeName) is let through here, not
+    refused and retried (not modelled)."""
+    meta = claim.get("metadata") or {}
+    live = sim.store.get("PersistentVolumeClaim", str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+
+    def requests(o: Mapping[str, Any]) -> Any:
+        return ((o.get("spec") or {}).get("resources") or {}).get("requests")
+
+    return bool(requests(live) != requests(claim))
 

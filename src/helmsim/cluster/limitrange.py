@@ -27,6 +27,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from helmsim.kube.quantity import canonical, is_binary, milli_value, parse_quantity, value
+from helmsim.kube.errors import aggregate
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -231,7 +232,7 @@ def validate(sim: Simulation, pod: Mapping[str, Any]) -> str | None:
                 errs.extend(_check("Pod", item, requests, limits))
         if errs:
             # runLimitFunc: the first LimitRange that refuses answers (NewAggregate of its errors)
-            return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+            return aggregate(errs)
     return None
 
 
@@ -266,5 +267,5 @@ def validate_claim(sim: Simulation, claim: Mapping[str, Any]) -> str | None:
     for items in _ranges(sim, namespace):
         errs = claim_errors(items, claim)
         if errs:
-            return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+            return aggregate(errs)
     return None

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from msgspec import Struct
+from helmsim.kube.errors import aggregate
 
 Lookup = Callable[[str, str, str], Mapping[str, Any] | None]
 """``get(kind, namespace, name)``: the live object, or None when it does not exist."""
@@ -119,7 +120,7 @@ def volume_error(volume: Mapping[str, Any], namespace: str, get: Lookup) -> str 
             errors.append(err)
     if not errors:
         return None
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return aggregate(errors)
 
 
 def mount_errors(pod: Mapping[str, Any], get: Lookup) -> dict[str, str]:

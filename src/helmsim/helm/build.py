@@ -20,6 +20,7 @@ from typing import Any
 
 from helmsim.kube.served import builtin_served
 from helmsim.manifests import Resource
+from helmsim.kube.errors import aggregate as aggregate_text
 
 Mapper = Callable[[str, str], bool]
 """``(apiVersion, kind) → whether the cluster serves it`` at the moment of the call."""
@@ -47,7 +48,7 @@ def aggregate(errors: Sequence[str]) -> str | None:
     """k8s.io/apimachinery pkg/util/errors aggregate.Error (Reduce: one error is returned as is)."""
     if not errors:
         return None
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return aggregate_text(errors)
 
 
 def build_error(resources: Sequence[Resource], serves: Mapper) -> str | None:

@@ -48,6 +48,7 @@ from typing import Any
 from msgspec import Struct
 
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
+from helmsim.kube.errors import aggregate
 
 DEFAULT_KUBE_VERSION: tuple[int, int] = (1, 33)
 
@@ -156,11 +157,7 @@ def _invalid_message(kind: str, api_version: str, name: str, errors: list[FieldE
     qualified = f"{kind}.{group}" if group else kind
     # kubernetes/apimachinery pkg/util/validation/field/errors.go ToAggregate drops repeated
     # messages; pkg/util/errors Aggregate.Error() prints one error bare, several as "[a, b]".
-    texts: list[str] = []
-    for err in errors:
-        if str(err) not in texts:
-            texts.append(str(err))
-    agg = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    agg = aggregate([str(err) for err in errors])
     # kubernetes/apimachinery pkg/api/errors/errors.go NewInvalid: "%s %q is invalid: %v".
     return f"{qualified} {_go_quote(name)} is invalid: {agg}"
 

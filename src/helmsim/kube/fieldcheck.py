@@ -14,6 +14,7 @@ from typing import Any
 
 from helmsim.kube import openapi
 from helmsim.kube.typed import errors_text, required_errors, typed_errors
+from helmsim.kube.errors import aggregate
 
 
 def gvk_string(api_version: str, kind: str) -> str:
@@ -95,7 +96,7 @@ def apply_error(obj: Mapping[str, Any], *, kube_version: str, crd: Mapping[str, 
 def invalid_message(api_version: str, kind: str, name: str, errors: list[str]) -> str:
     """k8s.io/apimachinery pkg/api/errors NewInvalid: ``"%s %q is invalid: %v"`` with the
     ErrorList aggregate (one error as is, several as ``[a, b]``)."""
-    listed = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    listed = aggregate(errors)
     return f'{qualified_kind(api_version, kind)} "{name}" is invalid: {listed}'
 
 

@@ -20,6 +20,7 @@ import yaml
 from msgspec import Struct
 
 from helmsim.cluster.selectors import matches_selector
+from helmsim.kube.errors import aggregate
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
@@ -237,7 +238,7 @@ def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 def _aggregate(errors: Sequence[str]) -> str:
     """k8s.io/apimachinery pkg/util/errors NewAggregate Error: one error as is, more as [a, b]."""
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return aggregate(errors)
 
 
 def _applies_to(user: User, subjects: Iterable[Any], namespace: str) -> bool:

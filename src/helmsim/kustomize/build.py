@@ -20,13 +20,13 @@ are named in the build's notes, never silently dropped.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from functools import partial
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml_rs
 from msgspec import Struct, field
 
 from helmsim import yamlio
@@ -413,7 +413,9 @@ def _imaged(obj: dict[str, Any], wanted: Sequence[images.Image]) -> dict[str, An
 
 def document_text(doc: Document) -> str:
     """The document as YAML text starting at its line (its own text when unchanged)."""
-    body = doc.text if doc.text is not None else yaml_rs.dumps(doc.obj).removeprefix("---\n")
+    # a changed object is written as JSON (valid YAML whose strings are all quoted, so "y",
+    # "1_000" or "0o17" read back as the strings they are, whatever YAML version reads them)
+    body = doc.text if doc.text is not None else json.dumps(doc.obj, indent=2, ensure_ascii=False)
     return "\n" * (doc.line - 1) + body.strip("\n") + "\n"
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from helmsim.cluster.store import clone
 from helmsim.cluster.engine import Controller
+from helmsim.kube.errors import aggregate
 
 if TYPE_CHECKING:
     from helmsim.cluster.engine import Simulation
@@ -177,7 +178,7 @@ class CRDController(Controller):
                 # k8s.io/apimachinery utilerrors.NewAggregate: one error alone, else "[a, b]".
                 reason, message = (
                     "ShortNamesConflict",
-                    errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]",
+                    aggregate(errs),
                 )
             else:
                 new_names["shortNames"] = short
