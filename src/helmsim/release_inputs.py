@@ -246,6 +246,7 @@ def _flux_tree(
     hold it or lie inside it, and built with what the Kustomization adds (``spec.patches``,
     ``spec.images``); returns the tree, the paths read and those overlays."""
     overlays: dict[Path, Overlay] = {}
+    overlay_of: dict[Path, str] = {}
     artifacts: dict[str, str] = {}
     renames: dict[str, str] = {}
     notes: list[str] = []
@@ -278,7 +279,14 @@ def _flux_tree(
                 continue
             wanted = kustomization.overlay_of(ks)
             if wanted is not None and overlays.get(directory) != wanted:
+                if overlay_of.get(directory, ks.ref) != ks.ref:
+                    raise InputError(
+                        f"Kustomizations {overlay_of[directory]} and {ks.ref} both build {directory} with their own "
+                        "spec.patches or spec.images: one path built twice is not modelled",
+                        file=file, line=line,
+                    )
                 overlays[directory] = wanted
+                overlay_of[directory] = ks.ref
                 changed = True
             related = any(directory.is_relative_to(i) or i.is_relative_to(directory) for i in inputs)
             if not related:

@@ -95,3 +95,33 @@ def test_check_calls_the_refused_resize_a_limit_not_an_immutable_field() -> None
     kind = run_check(releases, [load_profile("kind")], options=CheckOptions())
     assert [f.rule for f in kind.findings] == ["HS105"]
     assert "only dynamically provisioned pvc can be resized" in kind.findings[0].message
+
+
+def test_limit_ranger_answers_before_the_resize_plugin() -> None:
+    """kube-apiserver runs LimitRanger before PersistentVolumeClaimResize
+    (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins): a resize past the maximum on a
+    class that cannot expand is LimitRanger's refusal."""
+    profile = load_profile(PROFILE).model_dump(by_alias=True, exclude_none=True)
+    profile["storageClasses"][0]["allowVolumeExpansion"] = False
+    from helmsim.cluster.profile import ClusterProfile
+
+    release = simulate_chart(CHART, ClusterProfile.model_validate(profile, strict=False), upgrade_from_values=(WITHIN,)).releases[0]
+    assert release.outcome == "Stalled" and release.message.endswith(TOO_BIG)
+
+
+def test_a_claim_made_before_a_limit_range_it_breaks_is_not_a_crash() -> None:
+    """The scheduler's and the binder's writes of the claim are let through (not refused and
+    retried as upstream's would be): the pod runs."""
+    from helmsim.cluster.cluster import build_cluster
+
+    sim = build_cluster(load_profile("kind"), namespaces=["apps"])
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "apps"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "8Gi"}}}}
+    sim.store.create(claim, actor="test")
+    sim.store.create({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "apps"},
+                      "spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "5Gi"}}]}}, actor="test")
+    sim.store.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "apps"},
+                      "spec": {"containers": [{"name": "c", "image": "registry.example.com/x:1"}],
+                               "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}}, actor="test")
+    sim.run(until=120)
+    assert sim.store.get("Pod", "apps", "p")["status"]["phase"] == "Running"  # type: ignore[index]

@@ -128,3 +128,42 @@ def test_an_artifact_generators_external_artifact_is_built_from_its_copies() -> 
         "Kustomization flux-system/apps: its source ExternalArtifact/flux-system/apps is composed by ArtifactGenerator "
         "flux-system/flux-system from the local tree (its copy operations applied); the generator is assumed Ready"
     ) in result.notes
+
+
+def _cluster(tmp_path: Path, body: str) -> Path:
+    cluster = tmp_path / "cluster"
+    cluster.mkdir(exist_ok=True)
+    (cluster / "apps.yaml").write_text(body)
+    return cluster
+
+
+KS = """apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {{name: {name}, namespace: flux-system}}
+spec:
+  interval: 10m
+  sourceRef: {{kind: GitRepository, name: flux-system}}
+  path: {path}
+{extra}"""
+
+
+def test_a_path_climbing_out_of_the_repository_stays_inside_it(tmp_path: Path) -> None:
+    """securejoin.SecureJoin (kustomization_controller.go): ../.. from the root is the root."""
+    escaped = "../../../../../tests/realcharts/flux-overlays/apps/staging"
+    cluster = _cluster(tmp_path, KS.format(name="apps", path=escaped, extra=""))
+    assert len(_pods(_simulate(cluster))) == 2
+
+
+def test_one_path_built_by_two_kustomizations_with_their_own_patches_is_refused(tmp_path: Path) -> None:
+    patch = "  patches:\n    - target: {kind: HelmRelease}\n      patch: |\n        - {op: add, path: /spec/suspend, value: %s}\n"
+    path = "./tests/realcharts/flux-overlays/apps/staging"
+    cluster = _cluster(
+        tmp_path,
+        KS.format(name="a", path=path, extra=patch % "false") + "---\n" + KS.format(name="b", path=path, extra=patch % "true"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "helmsim", "simulate", str(cluster), "-p", "kind", "--repository-root", str(ROOT)],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "Kustomizations flux-system/a and flux-system/b both build" in done.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Generator, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import msgspec
@@ -270,9 +270,20 @@ def _roots_of(ks: Kustomization, tree: FluxTree, roots: Sequence[Path]) -> Seque
 
 
 def resolve_path(path: str, roots: Sequence[Path]) -> Path | None:
-    """A Kustomization's ``spec.path`` under the first of ``roots`` where it is a directory."""
+    """A Kustomization's ``spec.path`` under the first of ``roots`` where it is a directory,
+    joined as kustomize-controller joins it (securejoin.SecureJoin: ``..`` and an absolute path
+    stay inside the root; kustomization_controller.go reconcile)."""
+    kept: list[str] = []
+    for part in PurePosixPath(path).parts:
+        if part in ("/", "."):
+            continue
+        if part == "..":
+            if kept:
+                kept.pop()
+            continue
+        kept.append(part)
     for root in roots:
-        d = (root / path).resolve()
+        d = root.joinpath(*kept).resolve()
         if d.is_dir():
             return d
     return None

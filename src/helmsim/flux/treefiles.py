@@ -97,7 +97,14 @@ def _built(d: Path, out: TreeFiles, overlay: Overlay | None, kfile: Path | None)
         shown = out.renames.get(real, doc.file)
         out.files.append((shown, document_text(doc)))
         if shown != doc.file or not Path(real).is_relative_to(root):
-            out.via.setdefault(str(Path(shown).resolve()), str(root))
+            key = str(Path(shown).resolve())
+            first = out.via.setdefault(key, str(root))
+            note = (
+                f"{shown} is built by both {first} and {root}: its objects are attributed to the Kustomization of "
+                f"{first} (a file applied by two Kustomizations is not modelled)"
+            )
+            if first != str(root) and note not in out.notes:
+                out.notes.append(note)
     out.notes.extend(n for n in result.notes if n not in out.notes)
 
 

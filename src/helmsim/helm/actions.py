@@ -810,6 +810,19 @@ def upgrade(ctx: HelmContext, spec: ChartRelease, opts: ActionOptions) -> Proc:
     return ActionResult("upgrade", True, rel, trace_id=done.id)
 
 
+def _limit_refusal(sim: Simulation, obj: Mapping[str, Any]) -> str | None:
+    """LimitRanger's refusal of a patched claim, before the resize plugin's (helmsim.cluster.admission)."""
+    if obj.get("kind") != "PersistentVolumeClaim" or obj.get("apiVersion") != "v1":
+        return None
+    from helmsim.cluster.admission import admit_claim
+
+    try:
+        admit_claim(sim, obj)
+    except ApiError as err:
+        return err.message
+    return None
+
+
 def update(ctx: HelmContext, original: Release, target: Release, *, server_side: bool, cause: int | None) -> Proc:
     """Walk the target one object at a time; create or patch; then delete what left the chart.
 
@@ -862,6 +875,7 @@ def update(ctx: HelmContext, original: Release, target: Release, *, server_side:
                 kube_version=getattr(sim.profile, "kubernetes_version", None), namespace=res.namespace,
                 # the resize admission reads the claim's StorageClass as the cluster holds it
                 storage_classes={str(sc["metadata"]["name"]): sc for sc in sim.store.list("StorageClass")},
+                validating=lambda o: _limit_refusal(sim, o),
             )
         if problems:
             for p in problems:

@@ -96,6 +96,7 @@ def violations(
     server_side: bool = False,
     kube_version: str | tuple[int, int] | None = None,
     namespace: str | None = None,
+    validating: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> list[str]:
     """The error(s) Helm reports when it patches ``old`` into ``new``; ``[]`` if the patch passes.
 
@@ -114,7 +115,9 @@ def violations(
     if errors:
         message = _invalid_message(kind, str(new.get("apiVersion") or ""), name, errors)
     else:
-        forbidden = _admission(kind, ctx)
+        # the validating plugins in kube-apiserver's order: LimitRanger (``validating``) before
+        # PersistentVolumeClaimResize (pkg/kubeapiserver/options/plugins.go AllOrderedPlugins)
+        forbidden = (validating(new) if validating is not None else None) or _admission(kind, ctx)
         if forbidden is None:
             return []
         message = forbidden

@@ -27,13 +27,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml_rs
 from msgspec import Struct, field
 
 from helmsim import yamlio
 from helmsim.errors import InputError
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 from helmsim.kustomize import KustomizeError, images, patches, smp
-from helmsim.kustomize.select import Selector, id_key, res_id
+from helmsim.kustomize.select import PREVIOUS, Selector, id_key, res_id
 
 # api/konfig/general.go RecognizedKustomizationFileNames
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -43,6 +44,7 @@ MAX_DEPTH = 32
 """Nested bases beyond this are refused (a cycle is refused before)."""
 
 _ORIGIN = "config.helmsim.io/kustomize-origin"
+_LOCAL = "config.kubernetes.io/local-config"
 # fields kustomize applies that this build does not, named in its notes
 _NOT_APPLIED = (
     "configMapGenerator", "secretGenerator", "helmCharts", "helmGlobals", "namePrefix", "nameSuffix",
@@ -93,13 +95,19 @@ def build(directory: Path, *, overlay: Overlay | None = None) -> Build:
     """Build ``directory`` (its kustomization file, or the generated one)."""
     out = Build()
     docs = _build(directory.resolve(), out, (), overlay)
+    kept = []
     for d in docs:
         meta = d.obj.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
-            meta["annotations"].pop(_ORIGIN, None)
-            if not meta["annotations"]:
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        if isinstance(meta, dict) and isinstance(annotations, dict):
+            if str(annotations.get(_LOCAL)) == "true":
+                continue  # kusttarget.go IgnoreLocal: a local-config object is not output
+            annotations.pop(_ORIGIN, None)
+            annotations.pop(PREVIOUS, None)
+            if not annotations:
                 del meta["annotations"]
-    out.documents = docs
+        kept.append(d)
+    out.documents = kept
     return out
 
 
@@ -123,14 +131,35 @@ def _build(directory: Path, out: Build, stack: tuple[Path, ...], overlay: Overla
     return _transform(directory, spec, docs, out, where, overlay)
 
 
+# api/types/kustomization.go: the fields kustomize reads (DisallowUnknownFields refuses others)
+_FIELDS = frozenset({
+    "apiVersion", "kind", "metadata", "bases", "buildMetadata", "commonAnnotations", "commonLabels", "components",
+    "configMapGenerator", "configurations", "crds", "generatorOptions", "generators", "helmChartInflationGenerator",
+    "helmCharts", "helmGlobals", "imageTags", "images", "labels", "namePrefix", "nameSuffix", "namespace", "openapi",
+    "patches", "patchesJson6902", "patchesStrategicMerge", "replacements", "replicas", "resources", "secretGenerator",
+    "sortOptions", "transformers", "validators", "vars",
+})
+
+
 def _spec(kfile: Path) -> dict[str, Any]:
+    """The kustomization file as kustomize reads it (kustomization.go Unmarshal, then
+    FixKustomization: ``bases`` join ``resources``, ``imageTags`` join ``images``)."""
     text = yamlio.read_text(kfile)
     value = yamlio.load_one(text, str(kfile)) if text.strip() else {}
     if value is None:
         value = {}
     if not isinstance(value, dict):
         raise InputError("a kustomization file must be a mapping", file=str(kfile), line=1)
-    return value
+    unknown = next((k for k in value if k not in _FIELDS), None)
+    if unknown is not None:
+        raise KustomizeError(f'invalid Kustomization: json: unknown field "{unknown}"')
+    spec = dict(value)
+    for old, new in (("bases", "resources"), ("imageTags", "images")):
+        if spec.get(old):
+            if not isinstance(spec[old], list) or not isinstance(spec.get(new) or [], list):
+                raise KustomizeError(f"invalid Kustomization: {old} must be a list in {kfile}")
+            spec[new] = [*(spec.get(new) or []), *spec.pop(old)]
+    return spec
 
 
 def _scanned(directory: Path) -> list[str]:
@@ -201,8 +230,21 @@ def _accumulate(directory: Path, spec: Mapping[str, Any], out: Build, stack: tup
             continue
         path = Path(os.path.normpath(directory / entry))
         if path.is_file():
+            if not path.is_relative_to(directory):
+                # api/loader/fileloader.go: LoadRestrictionsRootOnly (a base directory may lie anywhere)
+                raise KustomizeError(
+                    f"accumulating resources: accumulation err='accumulating resources from '{entry}': security; file "
+                    f"'{path}' is not in or below '{directory}'': must build at directory: '{path}': file is not directory"
+                )
             out.read.add(path)
             added = _documents(path)
+            inner = _duplicate([], added)
+            if inner is not None:
+                # the file's own objects collide before they are merged: accumulateFile's FromFile error
+                raise KustomizeError(
+                    f"accumulating resources: accumulation err='accumulating resources from '{entry}': {inner}': "
+                    f"must build at directory: '{path}': file is not directory"
+                )
             dup = _duplicate(docs, added)
             if dup is not None:
                 # accumulateFile: "merging resources from", then the loader refuses a file as a base
@@ -222,11 +264,16 @@ def _accumulate(directory: Path, spec: Mapping[str, Any], out: Build, stack: tup
         if path in stack:
             # api/loader/fileloader.go New: the base is already on the path being built
             raise KustomizeError(f"{prefix}: cycle detected: candidate root '{path}' contains visited root '{path}'")
-        if kustomization_file(path) is None:
+        sub = kustomization_file(path)
+        if sub is None:
             names = ", ".join(f"'{n}'" for n in KUSTOMIZATION_NAMES[:-1]) + f" or '{KUSTOMIZATION_NAMES[-1]}'"
             raise KustomizeError(
                 f"{prefix}: couldn't make target for path '{path}': unable to find one of {names} in directory '{path}'"
             )
+        if not yamlio.read_text(sub).strip():
+            raise KustomizeError(f"{prefix}: couldn't make target for path '{path}': kustomization.yaml is empty")
+        if _spec(sub).get("kind") == "Component":
+            raise KustomizeError(f"{prefix}: expected kind != 'Component' for path '{path}'")
         try:
             added = _build(path, out, stack, None)
         except KustomizeError as err:
@@ -250,13 +297,24 @@ def _duplicate(have: Sequence[Document], added: Sequence[Document]) -> str | Non
 
 
 def _documents(path: Path) -> list[Document]:
+    """The objects of a resource file as kustomize reads them: YAML 1.2 (kyaml, go-yaml v3:
+    ``on``, ``yes`` and ``y`` are strings), each document's own text kept only when the
+    Kubernetes YAML reader that reads the tree afterwards gets the same values from it."""
     text = yamlio.read_text(path)
     chunks = yamlio.split_documents(text)
     out: list[Document] = []
     for doc in yamlio.load_documents(text, str(path)):
-        value = doc.value
-        items = value.get("items") if isinstance(value, dict) and value.get("kind") == "List" else None
-        chunk = chunks[doc.index][0] if doc.index < len(chunks) else None
+        chunk_text = chunks[doc.index][0] if doc.index < len(chunks) else ""
+        try:
+            value = yaml_rs.loads(chunk_text, parse_datetime=False) if chunk_text.strip() else doc.value
+        except (yaml_rs.YAMLDecodeError, ValueError, RecursionError):
+            value = doc.value
+        if value != doc.value:
+            chunks[doc.index] = ("", chunks[doc.index][1])  # the text reads otherwise: written as JSON
+        # api/resource/factory.go: any kind ending in List with items is its items
+        kind = str(value.get("kind") or "") if isinstance(value, dict) else ""
+        items = value.get("items") if isinstance(value, dict) and kind.endswith("List") else None
+        chunk = (chunks[doc.index][0] or None) if doc.index < len(chunks) else None
         if isinstance(items, list):
             out.extend(Document(i, str(path), doc.line) for i in items if isinstance(i, dict))
         elif isinstance(value, dict):
@@ -264,14 +322,39 @@ def _documents(path: Path) -> list[Document]:
     return out
 
 
-def _read_patch(directory: Path, entry: Mapping[str, Any], out: Build, where: str) -> str:
-    if entry.get("path"):
-        path = (directory / str(entry["path"])).resolve()
-        if not path.is_file():
-            raise KustomizeError(f"trouble reading patch '{entry['path']}' of {where}: open {path}: no such file or directory")
-        out.read.add(path)
-        return yamlio.read_text(path)
-    return str(entry.get("patch") or "")
+def _read_patch(directory: Path, entry: Mapping[str, Any], out: Build, where: str, *, psm: Sequence[Any] = ()) -> str:
+    """A patch's text: inline, or its file, which must lie in or below the kustomization's
+    directory (kustomize's default LoadRestrictionsRootOnly, krusty's and kustomize-controller's)."""
+    if entry.get("path") and entry.get("patch"):
+        raise KustomizeError("patch and path can't be set at the same time")  # builtins PatchTransformer Config
+    if not entry.get("path"):
+        return str(entry.get("patch") or "")
+    raw = str(entry["path"])
+    path = Path(os.path.normpath(directory / raw))
+    if psm:
+        config = "paths:\n" + "".join(f"- {p}\n" for p in psm)
+        prefix = f"trouble configuring builtin PatchStrategicMergeTransformer with config: `\n{config}`: "
+    else:
+        prefix = f"trouble configuring builtin PatchTransformer with config: `\n{_patch_config(entry)}`: "
+        prefix += f"failed to get the patch file from path({raw}): "
+    if not path.is_relative_to(directory):
+        raise KustomizeError(f"{prefix}security; file '{path}' is not in or below '{directory}'")
+    if not path.is_file():
+        raise KustomizeError(f"{prefix}evalsymlink failure on '{path}' : lstat {path}: no such file or directory")
+    out.read.add(path)
+    return yamlio.read_text(path)
+
+
+def _patch_config(entry: Mapping[str, Any]) -> str:
+    """A patches entry as kustomize marshals its config into an error (types.Patch field order)."""
+    lines = [f"path: {entry['path']}"] if entry.get("path") else []
+    target = entry.get("target")
+    if isinstance(target, Mapping):
+        lines.append("target:")
+        for key in ("group", "version", "kind", "name", "namespace", "labelSelector", "annotationSelector"):
+            if target.get(key):
+                lines.append(f"  {key}: {target[key]}")
+    return "\n".join(lines) + "\n"
 
 
 def _transform(
@@ -298,7 +381,8 @@ def _transform(
         return lambda o: [fn(x) for x in o]
 
     for item in _list(spec, "patchesStrategicMerge", where):
-        text = _read_patch(directory, {"path": item}, out, where) if _is_path(item) else str(item)
+        entries = _list(spec, "patchesStrategicMerge", where)
+        text = _read_patch(directory, {"path": item}, out, where, psm=entries) if _is_path(item) else str(item)
         steps.append(_strategic_merge(patches.Patch(text), schema))
     for item in _list(spec, "patches", where):
         if not isinstance(item, Mapping):
@@ -312,7 +396,7 @@ def _transform(
         )))
     namespace = spec.get("namespace")
     if isinstance(namespace, str) and namespace:
-        steps.append(each(partial(_namespaced, namespace=namespace)))
+        steps.append(partial(_namespace_all, namespace=namespace))
     for item in _list(spec, "patchesJson6902", where):
         if not isinstance(item, Mapping) or not isinstance(item.get("target"), Mapping):
             raise KustomizeError(f"invalid Kustomization: a patchesJson6902 entry needs a target in {where}")
@@ -368,35 +452,64 @@ def _list(spec: Mapping[str, Any], name: str, where: str) -> list[Any]:
 
 
 def _is_path(item: Any) -> bool:
-    """A patchesStrategicMerge entry is a file path unless it is an inline patch (it parses as
-    a mapping with several lines: api/types/patchstrategicmerge.go)."""
-    return isinstance(item, str) and "\n" not in item.strip()
+    """A patchesStrategicMerge entry is an inline patch when it reads as objects
+    (api/internal/target/kusttarget.go: SliceFromBytes first), else a file path."""
+    if not isinstance(item, str):
+        return False
+    if "\n" in item.strip():
+        return False  # several lines: an inline patch (a path has one)
+    try:
+        value = yamlio.load_one(item, "patchesStrategicMerge")
+    except InputError:
+        return True
+    return not (isinstance(value, dict) and ("kind" in value or "apiVersion" in value))
 
 
 def _namespaced(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
-    """api/filters/namespace/namespace.go: metadata.namespace of every namespaced object (an
-    unknown kind is namespaced), the namespace of (Cluster)RoleBinding subjects named
-    ``default`` (setRoleBindingSubjects: defaultOnly), and the Service namespaces the
-    namespace field specs name (api/konfig/builtinpluginconsts/namespace.go)."""
+    """api/filters/namespace/namespace.go: metadata.namespace of every object kustomize does not
+    know to be cluster-scoped, the name of a ``v1`` Namespace, the namespace of
+    (Cluster)RoleBinding subjects named ``default`` (setRoleBindingSubjects: defaultOnly), and the
+    Service namespaces of api/internal/konfig/builtinpluginconsts/namespace.go (an APIService's,
+    created; a CRD's conversion webhook's). The id before is kept (StorePreviousId)."""
     kind = str(obj.get("kind") or "")
+    api_version = str(obj.get("apiVersion") or "")
+    meta = obj.setdefault("metadata", {})
+    before = [str(meta.get("namespace") or ""), str(meta.get("name") or "")]
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    earlier = json.loads(annotations[PREVIOUS]) if isinstance(annotations.get(PREVIOUS), str) else []
+    annotations[PREVIOUS] = json.dumps([*earlier, before])
+    meta["annotations"] = annotations
     if kind not in CLUSTER_SCOPED_KINDS:
-        obj.setdefault("metadata", {})["namespace"] = namespace
+        meta["namespace"] = namespace
+    if kind == "Namespace" and api_version == "v1":
+        meta["name"] = namespace
     if kind in ("RoleBinding", "ClusterRoleBinding"):
         for subject in obj.get("subjects") or ():
             if isinstance(subject, dict) and subject.get("name") == "default":
                 subject["namespace"] = namespace
-    if kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-        for hook in obj.get("webhooks") or ():
-            service = ((hook or {}).get("clientConfig") or {}).get("service") if isinstance(hook, dict) else None
-            if isinstance(service, dict):
-                service["namespace"] = namespace
-    if kind == "APIService" and isinstance((obj.get("spec") or {}).get("service"), dict):
-        obj["spec"]["service"]["namespace"] = namespace
-    if kind == "CustomResourceDefinition":
-        service = ((((obj.get("spec") or {}).get("conversion") or {}).get("webhook") or {}).get("clientConfig") or {}).get("service")
+    spec = obj.get("spec")
+    if kind == "APIService" and api_version.startswith("apiregistration.k8s.io/") and isinstance(spec, dict):
+        service = spec.setdefault("service", {})
+        if isinstance(service, dict):
+            service["namespace"] = namespace
+    if kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/") and isinstance(spec, dict):
+        service = (((spec.get("conversion") or {}).get("webhook") or {}).get("clientConfig") or {}).get("service")
         if isinstance(service, dict):
             service["namespace"] = namespace
     return obj
+
+
+def _namespace_all(objs: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    """NamespaceTransformer.Transform: each object, then its id must be unique."""
+    out = [_namespaced(o, namespace) for o in objs]
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for o in out:
+        key = id_key(o)
+        if key in seen:
+            # the conflict as helmsim lists it (upstream prints the resources with %+v)
+            raise KustomizeError(f"namespace transformation produces ID conflict: [{res_id(seen[key])} {res_id(o)}]")
+        seen[key] = o
+    return out
 
 
 def _replicas(obj: dict[str, Any], name: str, count: Any) -> dict[str, Any]:

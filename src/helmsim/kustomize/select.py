@@ -3,6 +3,7 @@ api/resmap/reswrangler.go Select) and resource ids (kyaml/resid)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -87,9 +88,34 @@ def id_key(obj: Mapping[str, Any]) -> tuple[Any, ...]:
     return (gvk(obj), name, effective_namespace(obj))
 
 
+PREVIOUS = "config.helmsim.io/kustomize-previous-ids"
+"""An annotation a build keeps on an object whose namespace (or name) a transformer changed: the
+JSON list of its earlier ``[namespace, name]``, oldest first (kustomize's resource previous ids:
+api/resource/resource.go StorePreviousId); removed when the build ends."""
+
+
+def previous_ids(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The object's earlier ``(namespace, name)``, oldest first (none outside a build)."""
+    raw = (_meta(obj).get("annotations") or {}).get(PREVIOUS) if isinstance(_meta(obj).get("annotations"), Mapping) else None
+    if not isinstance(raw, str):
+        return []
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        return []
+    return [(str(p[0]), str(p[1])) for p in found if isinstance(p, list) and len(p) == 2]
+
+
 def same_id(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """resid ResId.Equals: group, version, kind and name, and the effective namespace."""
-    return id_key(a) == id_key(b)
+    """resid ResId.Equals of ``b`` with ``a``'s current id or any of its previous ones
+    (resWrangler GetMatchingResourcesByAnyId): group, version, kind, name, effective namespace."""
+    if id_key(a) == id_key(b):
+        return True
+    for ns, name in previous_ids(a):
+        meta = {**_meta(a), "namespace": ns, "name": name}
+        if id_key({**a, "metadata": meta}) == id_key(b):
+            return True
+    return False
 
 
 def _anchored(pattern: str) -> re.Pattern[str]:
@@ -115,11 +141,18 @@ def select(objects: Sequence[Mapping[str, Any]], target: Selector) -> list[int]:
     for i, obj in enumerate(objects):
         group, version, kind = gvk(obj)
         meta = _meta(obj)
-        values = {
-            "group": group, "version": version, "kind": kind,
-            "name": str(meta.get("name") or ""), "namespace": effective_namespace(obj),
-        }
-        if any(not rx.match(values[field]) for field, rx in regexes.items()):
+        values = {"group": group, "version": version, "kind": kind}
+        if any(not rx.match(values[field]) for field, rx in regexes.items() if field in values):
+            continue
+        # reswrangler.go Select: the original namespace and name match as the current ones do
+        earlier = previous_ids(obj)
+        names = {str(meta.get("name") or "")} | ({earlier[0][1]} if earlier else set())
+        namespaces = {effective_namespace(obj)} | (
+            {effective_namespace({**obj, "metadata": {**meta, "namespace": earlier[0][0]}})} if earlier else set()
+        )
+        if "name" in regexes and not any(regexes["name"].match(n) for n in names):
+            continue
+        if "namespace" in regexes and not any(regexes["namespace"].match(n) for n in namespaces):
             continue
         if by_labels is not None and not by_labels.matches(_strings(meta.get("labels"))):
             continue
@@ -133,4 +166,4 @@ def _strings(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-__all__ = ["Selector", "effective_namespace", "gvk", "id_key", "res_id", "same_id", "select"]
+__all__ = ["PREVIOUS", "Selector", "effective_namespace", "gvk", "id_key", "previous_ids", "res_id", "same_id", "select"]
