@@ -335,12 +335,17 @@ def _target_namespaces(
     hrs = tuple(
         hr.model_copy(update={"namespace": by_owner[hr.ref]}) if hr.ref in by_owner else hr for hr in tree.helmreleases
     )
-    objects = tuple(
-        {**o, "metadata": {**(o.get("metadata") or {}), "namespace": moved[id(o)]}}
-        if id(o) in moved and isinstance(o.get("metadata"), dict) and o.get("kind") not in CLUSTER_SCOPED_KINDS
-        else o
-        for o in tree.objects
-    )
+    def moved_object(o: Mapping[str, Any]) -> Mapping[str, Any]:
+        if id(o) not in moved or not isinstance(o.get("metadata"), dict):
+            return o
+        if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1":
+            # api/filters/namespace/namespace.go: the namespace field specs name a v1 Namespace's metadata/name
+            return {**o, "metadata": {**o["metadata"], "name": moved[id(o)]}}
+        if o.get("kind") in CLUSTER_SCOPED_KINDS:
+            return o
+        return {**o, "metadata": {**o["metadata"], "namespace": moved[id(o)]}}
+
+    objects = tuple(moved_object(o) for o in tree.objects)
     return msgspec.structs.replace(tree, helmreleases=hrs, objects=objects)
 
 

@@ -167,3 +167,15 @@ def test_one_path_built_by_two_kustomizations_with_their_own_patches_is_refused(
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "Kustomizations flux-system/a and flux-system/b both build" in done.stderr
+
+
+def test_a_target_namespace_renames_the_namespace_the_path_holds(tmp_path: Path) -> None:
+    """kustomize-controller's generator sets targetNamespace as the kustomization's namespace,
+    whose transformer also renames a v1 Namespace (api/filters/namespace/namespace.go)."""
+    path = "./tests/realcharts/flux-overlays/apps/staging"
+    cluster = _cluster(tmp_path, KS.format(name="apps", path=path, extra="  targetNamespace: podinfo-blue\n"))
+    result = _simulate(cluster)
+    assert [(r.namespace, r.outcome) for r in result.releases] == [("podinfo-blue", "Ready")]
+    assert result.sim is not None
+    names = {n["metadata"]["name"] for n in result.sim.store.list("Namespace")}
+    assert "podinfo-blue" in names and "podinfo" not in names
