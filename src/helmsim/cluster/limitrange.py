@@ -159,18 +159,29 @@ def _minimums(kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, 
     return errs
 
 
-def _check(kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, str]], lim: dict[str, tuple[Decimal, str]]) -> list[str]:
-    """minConstraint, maxConstraint, limitRequestRatioConstraint (admission.go), comparing in
-    thousandths as requestLimitEnforcedValues does."""
-    errs = _minimums(kind, item, req, lim)
+def _maximums(
+    kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, str]], lim: dict[str, tuple[Decimal, str]] | None
+) -> list[str]:
+    """maxConstraint of each ``max`` of the item; with no limits (``lim`` None: a claim's)
+    maxRequestConstraint, which bounds the request alone (admission.go)."""
+    errs: list[str] = []
     for name, (bound, raw) in sorted(_quantities(item.get("max")).items()):
         shown = _text(bound, raw)
-        if name not in lim:
+        if lim is None and name not in req:
+            errs.append(f"maximum {name} usage per {kind} is {shown}.  No request is specified")
+        elif lim is not None and name not in lim:
             errs.append(f"maximum {name} usage per {kind} is {shown}.  No limit is specified")
-        elif milli_value(lim[name][0]) > milli_value(bound):
+        elif lim is not None and milli_value(lim[name][0]) > milli_value(bound):
             errs.append(f"maximum {name} usage per {kind} is {shown}, but limit is {_text(*lim[name])}")
         elif name in req and milli_value(req[name][0]) > milli_value(bound):
             errs.append(f"maximum {name} usage per {kind} is {shown}, but request is {_text(*req[name])}")
+    return errs
+
+
+def _check(kind: str, item: Mapping[str, Any], req: dict[str, tuple[Decimal, str]], lim: dict[str, tuple[Decimal, str]]) -> list[str]:
+    """minConstraint, maxConstraint, limitRequestRatioConstraint (admission.go), comparing in
+    thousandths as requestLimitEnforcedValues does."""
+    errs = _minimums(kind, item, req, lim) + _maximums(kind, item, req, lim)
     for name, (bound, raw) in sorted(_quantities(item.get("maxLimitRequestRatio")).items()):
         shown = _text(bound, raw)
         r = milli_value(req[name][0]) if name in req else 0
@@ -250,13 +261,7 @@ def claim_errors(items: list[Mapping[str, Any]], claim: Mapping[str, Any]) -> li
     for item in items:
         if item.get("type") != CLAIM:
             continue
-        errs.extend(_minimums(CLAIM, item, requests, {}))
-        for name, (bound, raw) in sorted(_quantities(item.get("max")).items()):
-            shown = _text(bound, raw)
-            if name not in requests:
-                errs.append(f"maximum {name} usage per {CLAIM} is {shown}.  No request is specified")
-            elif milli_value(requests[name][0]) > milli_value(bound):
-                errs.append(f"maximum {name} usage per {CLAIM} is {shown}, but request is {_text(*requests[name])}")
+        errs.extend(_minimums(CLAIM, item, requests, {}) + _maximums(CLAIM, item, requests, None))
     return errs
 
 
