@@ -83,11 +83,16 @@ def test_the_refusals_read_as_the_api_server_writes_them() -> None:
     assert _refused(sim, _claim("small", {"storage": "512Mi"})) == (
         'persistentvolumeclaims "small" is forbidden: minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 512Mi'
     )
-    # minConstraint and maxRequestConstraint both refuse a claim with no request, min first
-    assert _refused(_sim([_item("1Gi", "5Gi")]), _claim("none", {})) == (
-        'persistentvolumeclaims "none" is forbidden: [minimum storage usage per PersistentVolumeClaim is 1Gi.  No request is '
-        "specified, maximum storage usage per PersistentVolumeClaim is 5Gi.  No request is specified]"
-    )
+    # a claim with no storage request is invalid before any admission plugin sees it
+    # (validation.go ValidatePersistentVolumeClaimSpec), so LimitRanger's "No request is specified" never shows
+    try:
+        _sim([_item("1Gi", "5Gi")]).store.create(_claim("none", {}), actor="test")
+    except ApiError as err:
+        assert (err.reason, err.message) == (
+            "Invalid", 'PersistentVolumeClaim "none" is invalid: spec.resources[storage]: Required value'
+        )
+    else:
+        raise AssertionError("a claim without a storage request was created")
     assert sim.store.get("PersistentVolumeClaim", "apps", "big") is None
 
 

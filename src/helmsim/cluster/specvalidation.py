@@ -164,7 +164,24 @@ def resource_errors(obj: Mapping[str, Any]) -> list[str]:
     return errors
 
 
+def persistent_volume_claim(obj: Mapping[str, Any]) -> list[str]:
+    """pkg/apis/core/validation/validation.go ValidatePersistentVolumeClaimSpec: at least one
+    access mode, and a storage request (checked before any admission plugin, LimitRanger's
+    bounds included)."""
+    def mapping(v: Any) -> Mapping[str, Any]:
+        return v if isinstance(v, Mapping) else {}
+
+    spec = mapping(obj.get("spec"))
+    errors = []
+    if not spec.get("accessModes"):
+        errors.append("spec.accessModes: Required value: at least 1 access mode is required")
+    if "storage" not in mapping(mapping(spec.get("resources")).get("requests")):
+        errors.append("spec.resources[storage]: Required value")
+    return errors
+
+
 VALIDATORS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = {
+    ("", "PersistentVolumeClaim"): persistent_volume_claim,
     ("policy", "PodDisruptionBudget"): pod_disruption_budget,
     ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler,
     ("", "Namespace"): _namespace,
@@ -184,4 +201,4 @@ def spec_errors(obj: Mapping[str, Any]) -> list[str]:
     return validator(obj) if validator is not None else []
 
 
-__all__ = ["MIN_REPLICAS_LOWER_BOUND", "VALIDATORS", "horizontal_pod_autoscaler", "pod_disruption_budget", "spec_errors"]
+__all__ = ["MIN_REPLICAS_LOWER_BOUND", "VALIDATORS", "horizontal_pod_autoscaler", "persistent_volume_claim", "pod_disruption_budget", "spec_errors"]
