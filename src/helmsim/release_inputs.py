@@ -6,6 +6,7 @@ Shared by ``simulate``, ``check``, ``diff --rehearse``, scenario files and the p
 from __future__ import annotations
 
 import atexit
+import hashlib
 import io
 import shutil
 import tarfile
@@ -26,7 +27,7 @@ from helmsim.flux import kustomization
 from helmsim.flux import postbuild, sources
 from helmsim.inputs import load_release
 from helmsim.flux import artifacts as flux_artifacts
-from helmsim.flux.treefiles import read_tree_files
+from helmsim.flux.treefiles import read_tree_files, shown
 from helmsim.kustomize.build import Overlay
 from helmsim.flux.sources import VALUES_ERROR, SourceFailure
 from helmsim.simulate import ChartSource, ReleaseInput, ValuesError, values_from_refs
@@ -250,7 +251,6 @@ def _flux_tree(
     artifacts: dict[str, str] = {}
     renames: dict[str, str] = {}
     notes: list[str] = []
-    workdir: Path | None = None
     here = Path(target) if Path(target).is_dir() else Path(target).parent
     for _ in range(MAX_KUSTOMIZATION_PATHS + 1):
         tree = flux_inputs.load_flux_tree(paths, overlays, artifacts, renames)
@@ -261,19 +261,16 @@ def _flux_tree(
                 continue
             ks = kustomization.parse_kustomization(obj, source=file, line=line)
             key = kustomization.artifact_key(ks)
-            if key is not None and key not in artifacts:
-                ns, _, name = key.partition("/")
-                found = flux_artifacts.find(tree.objects, tree.sources, ns, name)
-                if found is None:
-                    continue  # the Kustomization's source is missing: the reconcile says so
-                workdir = workdir or _scratch()
-                made = flux_artifacts.materialize(*found, root(), workdir / ns / name)
+            ns, _, name = (key or "").partition("/")
+            found = flux_artifacts.find(tree.objects, tree.sources, ns, name) if key and key not in artifacts else None
+            if key is not None and found is not None:
+                made = flux_artifacts.materialize(*found, root(), _scratch() / _artifact_dir(root(), ns, name))
                 artifacts[key] = str(made.root)
                 renames.update(made.files)
                 notes.extend(n for n in made.notes if n not in notes)
                 changed = True
                 continue
-            search = [Path(artifacts[key])] if key is not None else [p for p in (root(), here) if p is not None]
+            search = [Path(artifacts[key])] if key in artifacts else [p for p in (root(), here) if p is not None]
             directory = kustomization.resolve_path(ks.spec.path, search)
             if directory is None:
                 continue
@@ -281,8 +278,11 @@ def _flux_tree(
             if wanted is not None and overlays.get(directory) != wanted:
                 if overlay_of.get(directory, ks.ref) != ks.ref:
                     raise InputError(
-                        f"Kustomizations {overlay_of[directory]} and {ks.ref} both build {directory} with their own "
-                        "spec.patches or spec.images: one path built twice is not modelled",
+                        shown(
+                            f"Kustomizations {overlay_of[directory]} and {ks.ref} both build {directory} with their own "
+                            "spec.patches or spec.images: one path built twice is not modelled",
+                            renames,
+                        ),
                         file=file, line=line,
                     )
                 overlays[directory] = wanted
@@ -302,11 +302,18 @@ def _flux_tree(
     raise InputError(f"more than {MAX_KUSTOMIZATION_PATHS} rounds of Kustomization paths (limit)", file=target)
 
 
+@cache
 def _scratch() -> Path:
-    """A directory for the ExternalArtifacts this process materializes, removed at exit."""
+    """The directory of the ExternalArtifacts this process materializes (one, removed at exit)."""
     made = Path(tempfile.mkdtemp(prefix="helmsim-artifacts-"))
     atexit.register(shutil.rmtree, made, True)
     return made
+
+
+def _artifact_dir(root: Path | None, namespace: str, name: str) -> str:
+    """Where one artifact of one repository is materialized (each call copies it there again)."""
+    digest = hashlib.sha256(f"{root}\0{namespace}\0{name}".encode()).hexdigest()[:12]
+    return f"{namespace}/{name}-{digest}"
 
 
 def _setting(tree: flux_inputs.FluxTree, field: str) -> list[Mapping[str, Any]]:

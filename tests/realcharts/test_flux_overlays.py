@@ -179,3 +179,54 @@ def test_a_target_namespace_renames_the_namespace_the_path_holds(tmp_path: Path)
     assert result.sim is not None
     names = {n["metadata"]["name"] for n in result.sim.store.list("Namespace")}
     assert "podinfo-blue" in names and "podinfo" not in names
+
+
+def _artifact_tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "tests" / "realcharts" / "flux-overlays"
+    shutil.copytree(TREE, tree)
+    return tree
+
+
+def test_an_artifact_file_that_does_not_parse_is_named_as_the_file_it_was_copied_from(tmp_path: Path) -> None:
+    tree = _artifact_tree(tmp_path)
+    (tree / "apps" / "base" / "podinfo" / "namespace.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: [\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "helmsim", "simulate", str(tree / "clusters" / "artifacts"), "-p", "kind",
+         "--repository-root", str(tmp_path)],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2 and "helmsim-artifacts-" not in done.stderr
+    assert done.stderr.startswith(f"error: {tree / 'apps' / 'base' / 'podinfo' / 'namespace.yaml'}:")
+    assert "invalid YAML" in done.stderr
+
+
+def test_an_external_artifact_no_generator_makes_serves_the_local_tree(tmp_path: Path) -> None:
+    """Without its ArtifactGenerator in the input the artifact is assumed to serve the files given
+    (said), as before generators were modelled."""
+    tree = _artifact_tree(tmp_path)
+    text = (tree / "clusters" / "artifacts" / "apps.yaml").read_text()
+    generator = text[text.index("apiVersion: source.extensions.fluxcd.io"):text.index("---\napiVersion: kustomize")]
+    (tree / "clusters" / "artifacts" / "apps.yaml").write_text(
+        text.replace(generator, "").replace("path: ./production", "path: ./tests/realcharts/flux-overlays/apps/staging")
+    )
+    result = _simulate(tree / "clusters" / "artifacts", repository_root=tmp_path)
+    assert [r.outcome for r in result.releases] == ["Ready"] and len(_pods(result)) == 2
+    assert any("its source ExternalArtifact/flux-system/apps is not in the input; assumed Ready" in n for n in result.notes)
+
+
+def test_post_build_substitutes_a_number_into_a_patched_object(tmp_path: Path) -> None:
+    """kustomize-controller substitutes into the YAML of the build and reads it again: a patched
+    ``replicaCount: ${replicas}`` is the number 3, not the string "3" (fluxcd/pkg kustomize_varsub.go)."""
+    tree = _artifact_tree(tmp_path)
+    (tree / "apps" / "staging" / "podinfo-values.yaml").write_text(
+        (tree / "apps" / "staging" / "podinfo-values.yaml").read_text().replace("replicaCount: 2", "replicaCount: ${replicas}")
+    )
+    (tree / "clusters" / "staging" / "apps.yaml").write_text(
+        (tree / "clusters" / "staging" / "apps.yaml").read_text() + "  postBuild:\n    substitute: {replicas: \"3\"}\n"
+    )
+    [given] = build_inputs(
+        str(tree / "clusters" / "staging"), release_name=None, namespace="default", repository_root=str(tmp_path)
+    )
+    assert given.hr.spec.values["replicaCount"] == 3 and type(given.hr.spec.values["replicaCount"]) is int
+    result = _simulate(tree / "clusters" / "staging", repository_root=tmp_path)
+    assert result.releases[0].outcome == "Ready" and len(_pods(result)) == 3

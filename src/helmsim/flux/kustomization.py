@@ -263,10 +263,10 @@ def artifact_key(ks: Kustomization) -> str | None:
 def _roots_of(ks: Kustomization, tree: FluxTree, roots: Sequence[Path]) -> Sequence[Path]:
     """Where the Kustomization's path is read: its ExternalArtifact's content, else ``roots``."""
     key = artifact_key(ks)
-    if key is None:
-        return roots
-    found = tree.artifacts.get(key)
-    return [Path(found)] if found else []
+    found = tree.artifacts.get(key) if key is not None else None
+    # an ExternalArtifact no ArtifactGenerator of the input makes is taken to serve the local
+    # tree (the report says so: unmodelled_notes)
+    return [Path(found)] if found else roots
 
 
 def resolve_path(path: str, roots: Sequence[Path]) -> Path | None:

@@ -11,6 +11,7 @@ kustomize/kustomize_generator.go GenerateManifest).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -90,7 +91,9 @@ def _built(d: Path, out: TreeFiles, overlay: Overlay | None, kfile: Path | None)
     try:
         result = build(d, overlay=overlay)
     except KustomizeError as err:
-        raise InputError(f"kustomize build failed: {err}", file=str(kfile or d)) from None
+        raise InputError(_shown(f"kustomize build failed: {err}", out), file=_shown(str(kfile or d), out)) from None
+    except InputError as err:
+        raise InputError(_shown(err.message, out), file=_shown(err.file, out) if err.file else None, line=err.line) from None
     root = d.resolve()
     for doc in result.documents:
         real = str(Path(doc.file).resolve())
@@ -108,4 +111,21 @@ def _built(d: Path, out: TreeFiles, overlay: Overlay | None, kfile: Path | None)
     out.notes.extend(n for n in result.notes if n not in out.notes)
 
 
-__all__ = ["TreeFiles", "read_tree_files"]
+_ARTIFACT_ROOT = re.compile(r"[^\s'\"]*helmsim-artifacts-[^/\s'\"]+/([^/\s'\"]+)/([^/\s'\"]+)-[0-9a-f]{12}")
+
+
+def _shown(text: str, out: TreeFiles) -> str:
+    return shown(text, out.renames)
+
+
+def shown(text: str, renames: Mapping[str, str]) -> str:
+    """``text`` with each artifact file (a temporary copy) named as the file it was copied from,
+    and any other path inside an artifact as ``@artifact:<namespace>/<name>``."""
+    if "helmsim-artifacts-" not in text:
+        return text
+    for copied, original in sorted(renames.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(copied, original)
+    return _ARTIFACT_ROOT.sub(r"@artifact:\1/\2", text)
+
+
+__all__ = ["TreeFiles", "read_tree_files", "shown"]

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 import yaml_rs
 from msgspec import Struct, field
 
@@ -306,9 +307,10 @@ def _documents(path: Path) -> list[Document]:
     for doc in yamlio.load_documents(text, str(path)):
         chunk_text = chunks[doc.index][0] if doc.index < len(chunks) else ""
         try:
-            value = yaml_rs.loads(chunk_text, parse_datetime=False) if chunk_text.strip() else doc.value
+            strict = yaml_rs.loads(chunk_text, parse_datetime=False) if chunk_text.strip() else doc.value
         except (yaml_rs.YAMLDecodeError, ValueError, RecursionError):
-            value = doc.value
+            strict = doc.value
+        value = _go_yaml_v3(doc.value, strict)
         if value != doc.value:
             chunks[doc.index] = ("", chunks[doc.index][1])  # the text reads otherwise: written as JSON
         # api/resource/factory.go: any kind ending in List with items is its items
@@ -320,6 +322,20 @@ def _documents(path: Path) -> list[Document]:
         elif isinstance(value, dict):
             out.append(Document(value, str(path), doc.line, chunk))
     return out
+
+
+def _go_yaml_v3(loose: Any, strict: Any) -> Any:
+    """A document as go-yaml v3 (kyaml) reads it, from the Kubernetes reader's value (YAML 1.1
+    rules) and the YAML 1.2 core reading: 1.2's strings (``on``, ``yes``, ``y``, ``1_000`` stay
+    strings) and 1.2's keys, but integers as Go's ParseInt with base 0 reads them (``0755`` is
+    octal: go-yaml v3 resolve.go), which is the 1.1 reading."""
+    if isinstance(loose, dict) and isinstance(strict, dict) and len(loose) == len(strict):
+        return {k: _go_yaml_v3(lv, sv) for (_, lv), (k, sv) in zip(loose.items(), strict.items(), strict=True)}
+    if isinstance(loose, list) and isinstance(strict, list) and len(loose) == len(strict):
+        return [_go_yaml_v3(lv, sv) for lv, sv in zip(loose, strict, strict=True)]
+    if type(loose) is int and type(strict) is int:
+        return loose
+    return strict
 
 
 def _read_patch(directory: Path, entry: Mapping[str, Any], out: Build, where: str, *, psm: Sequence[Any] = ()) -> str:
@@ -524,11 +540,30 @@ def _imaged(obj: dict[str, Any], wanted: Sequence[images.Image]) -> dict[str, An
     return obj
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML as kyaml writes a built object: plain scalars, a string quoted only where the tree's
+    reader (Kubernetes YAML rules) would read it as something else (``y``, ``0755``, ``on``), so
+    postBuild's ``${var}`` stays plain and substitutes as it does in kustomize-controller."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    try:
+        plain = yamlio.load_one(value, "<built>") == value
+    except InputError:
+        plain = False
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=None if plain else '"')
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def _yaml_text(obj: Mapping[str, Any]) -> str:
+    return yaml.dump(dict(obj), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 20)
+
+
 def document_text(doc: Document) -> str:
     """The document as YAML text starting at its line (its own text when unchanged)."""
-    # a changed object is written as JSON (valid YAML whose strings are all quoted, so "y",
-    # "1_000" or "0o17" read back as the strings they are, whatever YAML version reads them)
-    body = doc.text if doc.text is not None else json.dumps(doc.obj, indent=2, ensure_ascii=False)
+    body = doc.text if doc.text is not None else _yaml_text(doc.obj)
     return "\n" * (doc.line - 1) + body.strip("\n") + "\n"
 
 
