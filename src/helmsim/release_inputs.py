@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -26,11 +26,12 @@ from helmsim.flux.helmrelease import HelmRelease
 from helmsim.flux import kustomization
 from helmsim.flux import postbuild, sources
 from helmsim.inputs import load_release
-from helmsim.flux import artifacts as flux_artifacts
 from helmsim.flux.treefiles import read_tree_files, shown
-from helmsim.kustomize.build import Overlay
 from helmsim.flux.sources import VALUES_ERROR, SourceFailure
 from helmsim.simulate import ChartSource, ReleaseInput, ValuesError, values_from_refs
+
+if TYPE_CHECKING:
+    from helmsim.kustomize.build import Overlay
 
 
 def build_inputs(
@@ -262,6 +263,8 @@ def _flux_tree(
             ks = kustomization.parse_kustomization(obj, source=file, line=line)
             key = kustomization.artifact_key(ks)
             ns, _, name = (key or "").partition("/")
+            from helmsim.flux import artifacts as flux_artifacts  # only a tree with ExternalArtifacts needs it
+
             found = flux_artifacts.find(tree.objects, tree.sources, ns, name) if key and key not in artifacts else None
             if key is not None and found is not None:
                 made = flux_artifacts.materialize(*found, root(), _scratch() / _artifact_dir(root(), ns, name))

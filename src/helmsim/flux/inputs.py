@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import Struct, field
@@ -14,7 +14,9 @@ from helmsim import yamlio
 from helmsim.errors import InputError
 from helmsim.flux.helmrelease import HelmRelease, is_helmrelease, parse_helmrelease
 from helmsim.flux.treefiles import read_tree_files
-from helmsim.kustomize.build import Overlay
+
+if TYPE_CHECKING:
+    from helmsim.kustomize.build import Overlay
 
 
 class FluxTree(Struct, frozen=True):

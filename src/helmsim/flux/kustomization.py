@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import simpy
@@ -30,8 +30,10 @@ from helmsim.flux.reconcile import Condition, ReleaseState, go_duration
 from helmsim.helm import actions
 from helmsim.kstatus import ObjectId, Result, Status
 from helmsim.kstatus.wait import decide
-from helmsim.kustomize.build import Overlay
 from helmsim.manifests import Resource, Source
+
+if TYPE_CHECKING:
+    from helmsim.kustomize.build import Overlay
 
 Proc = Generator[simpy.Event, Any, Any]
 
@@ -133,6 +135,7 @@ def overlay_of(ks: Kustomization) -> Overlay | None:
     """What kustomize-controller adds to the build of the Kustomization's path: its
     ``spec.patches`` and ``spec.images`` (fluxcd/pkg kustomize_generator.go GenerateManifest);
     None when it adds neither."""
+    from helmsim.kustomize.build import Overlay
     from helmsim.kustomize.patches import Patch
     from helmsim.kustomize.select import Selector
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 from msgspec import Struct, field
@@ -20,7 +21,10 @@ from msgspec import Struct, field
 from helmsim import yamlio
 from helmsim.errors import InputError
 from helmsim.kustomize import KustomizeError
-from helmsim.kustomize.build import Overlay, build, document_text, kustomization_file
+from helmsim.kustomize import KUSTOMIZATION_NAMES
+
+if TYPE_CHECKING:
+    from helmsim.kustomize.build import Overlay
 from helmsim.manifests import read_manifest_input
 
 
@@ -81,6 +85,10 @@ def _directory(d: Path, out: TreeFiles, overlays: Mapping[Path, Overlay]) -> Non
 
 
 def _kustomization(d: Path) -> Path | None:
+    if not any((d / n).is_file() for n in KUSTOMIZATION_NAMES):
+        return None  # most directories: no build, and kustomize's modules stay unimported
+    from helmsim.kustomize.build import kustomization_file
+
     try:
         return kustomization_file(d)
     except KustomizeError as err:
@@ -88,6 +96,8 @@ def _kustomization(d: Path) -> Path | None:
 
 
 def _built(d: Path, out: TreeFiles, overlay: Overlay | None, kfile: Path | None) -> None:
+    from helmsim.kustomize.build import build, document_text
+
     try:
         result = build(d, overlay=overlay)
     except KustomizeError as err:

@@ -9,8 +9,12 @@ kustomize-controller.
 from __future__ import annotations
 
 
+# api/konfig/general.go RecognizedKustomizationFileNames
+KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
 class KustomizeError(Exception):
     """What kustomize's build returns as its error (its text, for the messages Flux wraps)."""
 
 
-__all__ = ["KustomizeError"]
+__all__ = ["KUSTOMIZATION_NAMES", "KustomizeError"]

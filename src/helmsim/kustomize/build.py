@@ -34,11 +34,9 @@ from msgspec import Struct, field
 from helmsim import yamlio
 from helmsim.errors import InputError
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
-from helmsim.kustomize import KustomizeError, images, patches, smp
+from helmsim.kustomize import KUSTOMIZATION_NAMES, KustomizeError, images, patches, smp
 from helmsim.kustomize.select import PREVIOUS, Selector, id_key, res_id
 
-# api/konfig/general.go RecognizedKustomizationFileNames
-KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # kustomize reads patch strategies from the OpenAPI it embeds, not from the cluster's
 SCHEMA_VERSION = "1.31.0"
 MAX_DEPTH = 32
