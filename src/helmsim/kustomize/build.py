@@ -302,13 +302,13 @@ def _documents(path: Path) -> list[Document]:
     text = yamlio.read_text(path)
     chunks = yamlio.split_documents(text)
     out: list[Document] = []
-    for doc in yamlio.load_documents(text, str(path)):
+    for doc in _loose_documents(text, str(path), chunks):
         chunk_text = chunks[doc.index][0] if doc.index < len(chunks) else ""
         try:
             strict = yaml_rs.loads(chunk_text, parse_datetime=False) if chunk_text.strip() else doc.value
         except (yaml_rs.YAMLDecodeError, ValueError, RecursionError):
             strict = doc.value
-        value = _go_yaml_v3(doc.value, strict)
+        value = _go_yaml_v3(doc.value, strict) if doc.value is not _UNREAD else strict
         if value != doc.value:
             chunks[doc.index] = ("", chunks[doc.index][1])  # the text reads otherwise: written as JSON
         # api/resource/factory.go: any kind ending in List with items is its items
@@ -319,6 +319,34 @@ def _documents(path: Path) -> list[Document]:
             out.extend(Document(i, str(path), doc.line) for i in items if isinstance(i, dict))
         elif isinstance(value, dict):
             out.append(Document(value, str(path), doc.line, chunk))
+    return out
+
+
+_UNREAD = object()
+"""A document the Kubernetes reader refuses and go-yaml v3 reads (see _loose_documents)."""
+
+
+def _loose_documents(text: str, file: str, chunks: Sequence[tuple[str, int]]) -> list[yamlio.Document]:
+    """The file's documents as the Kubernetes reader reads them; a document it refuses only
+    for a key repeated under YAML 1.1 (``on:`` beside ``yes:``, both ``true`` there, distinct
+    strings for go-yaml v3) is kept unread, to be read as kustomize reads it."""
+    try:
+        return yamlio.load_documents(text, file)
+    except InputError as err:
+        if "duplicate mapping key" not in err.message:
+            raise
+    out: list[yamlio.Document] = []
+    for index, (chunk, line) in enumerate(chunks):
+        try:
+            out.append(yamlio.Document(value=yamlio.load_one(chunk, file, line), index=index, line=line))
+        except InputError as err:
+            if "duplicate mapping key" not in err.message:
+                raise
+            try:
+                yaml_rs.loads(chunk, parse_datetime=False)
+            except (yaml_rs.YAMLDecodeError, ValueError, RecursionError):
+                raise err from None
+            out.append(yamlio.Document(value=_UNREAD, index=index, line=line))
     return out
 
 
