@@ -81,7 +81,7 @@ def _directory(d: Path, out: TreeFiles, overlays: Mapping[Path, Overlay]) -> Non
             out.files.append((str(f), yamlio.read_text(f)))
         elif root not in done:
             done.add(root)
-            _built(root, out, overlays.get(root.resolve()), _kustomization(root))
+            _built(root, out, overlays.get(root.resolve()))
 
 
 def _kustomization(d: Path) -> Path | None:
@@ -95,25 +95,28 @@ def _kustomization(d: Path) -> Path | None:
         raise InputError(f"kustomize build failed: {err}", file=str(d)) from None
 
 
-def _built(d: Path, out: TreeFiles, overlay: Overlay | None, kfile: Path | None) -> None:
+def _built(d: Path, out: TreeFiles, overlay: Overlay | None) -> None:
     from helmsim.kustomize.build import build, document_text
 
     try:
         result = build(d, overlay=overlay)
     except KustomizeError as err:
-        raise InputError(_shown(f"kustomize build failed: {err}", out), file=_shown(str(kfile or d), out)) from None
+        where = str(_kustomization(d) or d)
+        raise InputError(shown(f"kustomize build failed: {err}", out.renames), file=shown(where, out.renames)) from None
     except InputError as err:
-        raise InputError(_shown(err.message, out), file=_shown(err.file, out) if err.file else None, line=err.line) from None
+        raise InputError(
+            shown(err.message, out.renames), file=shown(err.file, out.renames) if err.file else None, line=err.line
+        ) from None
     root = d.resolve()
     for doc in result.documents:
         real = str(Path(doc.file).resolve())
-        shown = out.renames.get(real, doc.file)
-        out.files.append((shown, document_text(doc)))
-        if shown != doc.file or not Path(real).is_relative_to(root):
-            key = str(Path(shown).resolve())
+        named = out.renames.get(real, doc.file)
+        out.files.append((named, document_text(doc)))
+        if named != doc.file or not Path(real).is_relative_to(root):
+            key = str(Path(named).resolve())
             first = out.via.setdefault(key, str(root))
             note = (
-                f"{shown} is built by both {first} and {root}: its objects are attributed to the Kustomization of "
+                f"{named} is built by both {first} and {root}: its objects are attributed to the Kustomization of "
                 f"{first} (a file applied by two Kustomizations is not modelled)"
             )
             if first != str(root) and note not in out.notes:
@@ -122,10 +125,6 @@ def _built(d: Path, out: TreeFiles, overlay: Overlay | None, kfile: Path | None)
 
 
 _ARTIFACT_ROOT = re.compile(r"[^\s'\"]*helmsim-artifacts-[^/\s'\"]+/([^/\s'\"]+)/([^/\s'\"]+)-[0-9a-f]{12}")
-
-
-def _shown(text: str, out: TreeFiles) -> str:
-    return shown(text, out.renames)
 
 
 def shown(text: str, renames: Mapping[str, str]) -> str:

@@ -65,10 +65,9 @@ class Document(Struct):
 
 
 class Build(Struct):
-    """What a directory builds to, every file the build read, and what it did not apply."""
+    """What a directory builds to, and what it did not apply."""
 
     documents: list[Document] = field(default_factory=list)
-    read: set[Path] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
 
 
@@ -101,8 +100,7 @@ def build(directory: Path, *, overlay: Overlay | None = None) -> Build:
         if isinstance(meta, dict) and isinstance(annotations, dict):
             if str(annotations.get(_LOCAL)) == "true":
                 continue  # kusttarget.go IgnoreLocal: a local-config object is not output
-            annotations.pop(_ORIGIN, None)
-            annotations.pop(PREVIOUS, None)
+            annotations.pop(PREVIOUS, None)  # each level's own _ORIGIN is gone already (_transform)
             if not annotations:
                 del meta["annotations"]
         kept.append(d)
@@ -110,16 +108,19 @@ def build(directory: Path, *, overlay: Overlay | None = None) -> Build:
     return out
 
 
-def _build(directory: Path, out: Build, stack: tuple[Path, ...], overlay: Overlay | None) -> list[Document]:
+def _build(
+    directory: Path, out: Build, stack: tuple[Path, ...], overlay: Overlay | None,
+    read: tuple[Path, dict[str, Any]] | None = None,
+) -> list[Document]:
+    """One level of the build; ``read``: its kustomization file and spec, already read."""
     if len(stack) >= MAX_DEPTH:
         raise KustomizeError(f"more than {MAX_DEPTH} nested kustomization directories at '{directory}'")
-    kfile = kustomization_file(directory)
+    kfile, spec = read if read is not None else (kustomization_file(directory), None)
     if kfile is None:
-        spec: dict[str, Any] = {"resources": _scanned(directory)}
+        spec = {"resources": _scanned(directory)}
         where = str(directory)
     else:
-        out.read.add(kfile)
-        spec = _spec(kfile)
+        spec = spec if spec is not None else _spec(kfile)
         where = str(kfile)
     if overlay is not None:
         spec = _with_overlay(spec, overlay)
@@ -127,7 +128,7 @@ def _build(directory: Path, out: Build, stack: tuple[Path, ...], overlay: Overla
         if spec.get(name):
             out.notes.append(f"{where}: {name} not applied (not modelled): the objects are built without it")
     docs = _accumulate(directory, spec, out, (*stack, directory), where)
-    return _transform(directory, spec, docs, out, where, overlay)
+    return _transform(directory, spec, docs, out, where)
 
 
 # api/types/kustomization.go: the fields kustomize reads (DisallowUnknownFields refuses others)
@@ -235,7 +236,6 @@ def _accumulate(directory: Path, spec: Mapping[str, Any], out: Build, stack: tup
                     f"accumulating resources: accumulation err='accumulating resources from '{entry}': security; file "
                     f"'{path}' is not in or below '{directory}'': must build at directory: '{path}': file is not directory"
                 )
-            out.read.add(path)
             added = _documents(path)
             inner = _duplicate([], added)
             if inner is not None:
@@ -269,12 +269,13 @@ def _accumulate(directory: Path, spec: Mapping[str, Any], out: Build, stack: tup
             raise KustomizeError(
                 f"{prefix}: couldn't make target for path '{path}': unable to find one of {names} in directory '{path}'"
             )
-        if not yamlio.read_text(sub).strip():
+        sub_spec = _spec(sub)
+        if not sub_spec:
             raise KustomizeError(f"{prefix}: couldn't make target for path '{path}': kustomization.yaml is empty")
-        if _spec(sub).get("kind") == "Component":
+        if sub_spec.get("kind") == "Component":
             raise KustomizeError(f"{prefix}: expected kind != 'Component' for path '{path}'")
         try:
-            added = _build(path, out, stack, None)
+            added = _build(path, out, stack, None, (sub, sub_spec))
         except KustomizeError as err:
             raise KustomizeError(f"{prefix}: recursed accumulation of path '{path}': {err}") from None
         dup = _duplicate(docs, added)
@@ -310,7 +311,7 @@ def _documents(path: Path) -> list[Document]:
             strict = doc.value
         value = _go_yaml_v3(doc.value, strict) if doc.value is not _UNREAD else strict
         if value != doc.value:
-            chunks[doc.index] = ("", chunks[doc.index][1])  # the text reads otherwise: written as JSON
+            chunks[doc.index] = ("", chunks[doc.index][1])  # the text reads otherwise: written out again
         # api/resource/factory.go: any kind ending in List with items is its items
         kind = str(value.get("kind") or "") if isinstance(value, dict) else ""
         items = value.get("items") if isinstance(value, dict) and kind.endswith("List") else None
@@ -383,7 +384,6 @@ def _read_patch(directory: Path, entry: Mapping[str, Any], out: Build, where: st
         raise KustomizeError(f"{prefix}security; file '{path}' is not in or below '{directory}'")
     if not path.is_file():
         raise KustomizeError(f"{prefix}evalsymlink failure on '{path}' : lstat {path}: no such file or directory")
-    out.read.add(path)
     return yamlio.read_text(path)
 
 
@@ -400,7 +400,7 @@ def _patch_config(entry: Mapping[str, Any]) -> str:
 
 
 def _transform(
-    directory: Path, spec: Mapping[str, Any], docs: list[Document], out: Build, where: str, overlay: Overlay | None
+    directory: Path, spec: Mapping[str, Any], docs: list[Document], out: Build, where: str
 ) -> list[Document]:
     originals = [copy.deepcopy(d.obj) for d in docs]
     objs: list[dict[str, Any]] = []
@@ -422,8 +422,8 @@ def _transform(
     def each(fn: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
         return lambda o: [fn(x) for x in o]
 
-    for item in _list(spec, "patchesStrategicMerge", where):
-        entries = _list(spec, "patchesStrategicMerge", where)
+    entries = _list(spec, "patchesStrategicMerge", where)
+    for item in entries:
         text = _read_patch(directory, {"path": item}, out, where, psm=entries) if _is_path(item) else str(item)
         steps.append(_strategic_merge(patches.Patch(text), schema))
     for item in _list(spec, "patches", where):
