@@ -45,6 +45,21 @@ spec:
       restartPolicy: Never
       containers:
         - name: main
+          image: busybox
+""",
+    # an image the kubelet cannot parse: its InvalidImageName text quotes the sequences
+    "templates/deploy.yaml": f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: "web{TITLE}"
+spec:
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+        - name: main
           image: "busybox{TITLE}"
 """,
     "values.yaml": "tag: one\n",

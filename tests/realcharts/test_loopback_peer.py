@@ -55,8 +55,8 @@ def test_the_unknown_note_names_the_container_when_a_sibling_of_its_image_is_kno
     """The wordpress image's entrypoint is a catalog entry; its prepare-base-dir init container
     runs a script nothing describes. "no behaviour known for image …wordpress" read as if the
     entry did not apply."""
-    notes = [n for n in assumed_behaviours(simulate_chart(CHART, values=("ci/proxy-values.yaml",)).trace) if "bitnami/wordpress" in n]
+    notes = [n for n in assumed_behaviours(simulate_chart(CHART, values=("ci/proxy-values.yaml",)).trace) if "bitnamilegacy/wordpress" in n]
     assert notes == [
-        "no behaviour known for image docker.io/bitnami/wordpress:6.8.2-debian-12-r4: assumed to start and succeed "
+        "no behaviour known for image docker.io/bitnamilegacy/wordpress:6.8.2-debian-12-r4: assumed to start and succeed "
         "(container prepare-base-dir of Deployment/default/wp; a catalog entry describes the pod's other container of this image)"
     ]

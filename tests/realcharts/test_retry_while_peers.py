@@ -62,7 +62,7 @@ def test_a_peer_that_cannot_be_read_is_said_not_assumed_silently() -> None:
     result = simulate_chart(CHART, values=("ci/unread-values.yaml",))
     notes = [n for n in assumed_behaviours(result.trace) if "os-shell" in n]
     assert notes == [
-        "no behaviour known for image docker.io/bitnami/os-shell:12-debian-12: assumed to start and succeed; it runs "
+        "no behaviour known for image docker.io/bitnamilegacy/os-shell:12-debian-12: assumed to start and succeed; it runs "
         "retry_while check_control_plane, whose peer could not be read from the script: not modelled"
     ]
 

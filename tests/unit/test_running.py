@@ -334,7 +334,7 @@ def test_kubectl_wait_init_container_names_what_it_waited_for() -> None:
     def waiter(target: str) -> dict[str, Any]:
         return {
             "name": "wait",
-            "image": "bitnami/kubectl:1.31",
+            "image": "bitnamilegacy/kubectl:1.31",
             "command": ["sh", "-c", f"kubectl wait --for=condition=Ready {target} -n {NS}"],
         }
 
@@ -362,7 +362,7 @@ def test_kubectl_wait_init_container_names_what_it_waited_for() -> None:
 def test_wait_for_port_ends_at_once_when_its_host_does_not_resolve() -> None:
     init = {
         "name": "wait-db",
-        "image": "bitnami/os-shell:12",
+        "image": "bitnamilegacy/os-shell:12",
         "command": ["/bin/bash", "-ec", "wait-for-port --host=db --state=inuse --timeout=120 5432\necho ok"],
     }
     sim = _sim("kind", _job("w", {"name": "main", "image": "example.com/app:1"}, policy="Never", initContainers=[init]))

@@ -36,6 +36,7 @@ from pydantic.alias_generators import to_camel
 
 from helmsim.errors import InputError
 from helmsim.kube.duration import Seconds
+from helmsim.kube import imageref
 from helmsim.yamlio import key_lines, load_one
 
 API_VERSION = "helmsim.dev/v1alpha1"
@@ -415,7 +416,7 @@ def _in_order(patterns: Sequence[str], argv: Sequence[str]) -> bool:
 
 @lru_cache(maxsize=4096)
 def _image_matcher(pattern: str) -> wildcard.Matcher:
-    return wildcard.matcher(_normalise_pattern(pattern))
+    return wildcard.matcher(normalise_pattern(pattern))
 
 
 @lru_cache(maxsize=4096)  # pure; asked for every catalog entry of every container of every run
@@ -424,23 +425,33 @@ def image_repository(image: str) -> str:
 
     ``postgres:16`` → ``docker.io/library/postgres``; ``bitnami/postgresql`` →
     ``docker.io/bitnami/postgresql``; ``quay.io/jetstack/x:v1@sha256:…`` → ``quay.io/jetstack/x``
-    (github.com/distribution/reference normalize.go ParseNormalizedNamed).
+    (github.com/distribution/reference normalize.go ParseNormalizedNamed). A reference the
+    kubelet cannot parse keeps its name as written, tag dropped (its pod never starts anyway).
     """
-    ref = image.split("@", 1)[0]
-    last = ref.rsplit("/", 1)
-    if ":" in last[-1]:
-        ref = ref[: len(ref) - len(last[-1]) + last[-1].index(":")]
-    return _normalise_pattern(ref)
+    try:
+        return imageref.parse(image).name
+    except imageref.ImageRefError:
+        ref = image.split("@", 1)[0]
+        last = ref.rsplit("/", 1)
+        if ":" in last[-1]:
+            ref = ref[: len(ref) - len(last[-1]) + last[-1].index(":")]
+        return normalise_pattern(ref)
 
 
 @lru_cache(maxsize=4096)
-def _normalise_pattern(ref: str) -> str:
-    first, sep, _ = ref.partition("/")
+def normalise_pattern(ref: str) -> str:
+    """An image pattern normalised as a name: ``bitnami/*`` → ``docker.io/bitnami/*``,
+    ``nginx`` → ``docker.io/library/nginx`` (a glob in the first component stays as written)."""
+    first, sep, rest = ref.partition("/")
     if not sep:
         return f"docker.io/library/{ref}"
-    # distribution/reference: the first component is a registry when it has a dot, a colon or
-    # is "localhost"; a glob there stays as written.
-    if "." in first or ":" in first or first == "localhost" or "*" in first or "?" in first:
+    # distribution/reference normalize.go splitDockerDomain: the first component is a registry when
+    # it has a dot or a colon, is "localhost" or has capitals; index.docker.io is docker.io.
+    if first == "index.docker.io":
+        first, ref = "docker.io", f"docker.io/{rest}"
+    if first == "docker.io":
+        return ref if "/" in rest or "*" in rest or "?" in rest else f"docker.io/library/{rest}"
+    if "." in first or ":" in first or first == "localhost" or first.lower() != first or "*" in first or "?" in first:
         return ref
     return f"docker.io/{ref}"
 
@@ -593,6 +604,7 @@ __all__ = [
     "catalog_entries",
     "catalog_json_schema",
     "image_repository",
+    "normalise_pattern",
     "ordered",
     "parse_catalog_document",
     "validate_entries",

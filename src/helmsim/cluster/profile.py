@@ -486,6 +486,19 @@ class PodSecurity(_Model):
     exemptions: PodSecurityExemptions = Field(default_factory=lambda: PodSecurityExemptions())
 
 
+class Images(_Model):
+    """What the nodes can pull or already hold beyond helmsim's knowledge of public registries
+    (helmsim.cluster.registries): patterns over normalised image names, ``*`` any run of
+    characters (``docker.io/bitnami/*``, ``bitnami/*`` is the same)."""
+
+    pullable: list[str] = Field(default_factory=list)
+    """Images the nodes can pull even where a public registry withdrew them: a registry mirror
+    or pull-through cache that still holds them (containerd's hosts.toml, a Harbor proxy)."""
+    present: list[str] = Field(default_factory=list)
+    """Images already on every node (``kind load docker-image``, a node image that bakes them
+    in): a pull under ``IfNotPresent`` or ``Never`` finds them; ``Always`` still pulls."""
+
+
 class ClusterProfile(_Model):
     """A simulated cluster. Load with ``load_profile``; fields documented in docs/profiles.md."""
 
@@ -544,6 +557,8 @@ class ClusterProfile(_Model):
     """CRDs that HelmReleases helmsim does not simulate install (docs/profiles.md)."""
     operators: list[OperatorModel] = Field(default_factory=list)
     """Models of operators that reconcile custom resources (docs/profiles.md)."""
+    images: Images = Field(default_factory=lambda: Images())
+    """What the nodes can pull or hold beyond the public registries (docs/profiles.md)."""
 
     _sources: tuple[str, ...] = PrivateAttr(default=())
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from helmsim.cluster import registries
 from helmsim.cluster.behaviour import CYCLE_NOTE, URL_UNREAD, Check, ContainerModel, Need, ProbeGate
 from helmsim.cluster.selectors import matches_map
 from helmsim.cluster.store import ApiError, ApiUnreachable, controller_of
@@ -637,8 +638,8 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
                 # `kubectl apply -f https://…`: the objects it creates (CRDs) are not in the simulation
                 text = f"container {model.name} of {_workload(rt)} {note.removeprefix('needs ').split(': ', 1)[-1]}"
                 say_once(rt, text, text, cause, model.name)
-        if model.known or not model.image:
-            continue
+        if model.known or not model.image or registries.unobtainable(model.image, rt.sim.profile.images.pullable):
+            continue  # nothing is assumed of an image that never runs (helmsim.cluster.registries)
         text = ASSUMED.format(image=model.image)
         peers = [str(n) for n in model.needs if n.kind not in ("dns", "kube-apiserver")]
         if peers:

@@ -452,6 +452,19 @@ def restricted_context(obj: str) -> FixTransform:
     return FixTransform(charts=_edit_pod_spec(obj, harden))
 
 
+def replace_image(obj: str, old: str, new: str) -> FixTransform:
+    """Give every container (init containers too) of ``obj``'s pods that runs image ``old``
+    the image ``new`` instead."""
+
+    def swap(spec: dict[str, Any]) -> None:
+        for field in ("initContainers", "containers"):
+            for c in spec.get(field) or ():
+                if isinstance(c, dict) and c.get("image") == old:
+                    c["image"] = new
+
+    return FixTransform(charts=_edit_pod_spec(obj, swap))
+
+
 def transform_for(fix_key: str) -> FixTransform | None:
     """The transform a fix key names, ``None`` for keys this module does not know."""
     kind, *args = fix_key.split("|")
@@ -479,4 +492,6 @@ def transform_for(fix_key: str) -> FixTransform | None:
         return no_surge(args[0])
     if kind == "restricted-context":
         return restricted_context(args[0])
+    if kind == "image":
+        return replace_image(args[0], args[1], args[2])
     return None

@@ -12,11 +12,11 @@ from helmsim.cluster.trace import TraceEvent
 
 # Causes before their effects: a denied connection (HS113), an unmet program need (HS116), a
 # forbidden call (HS120), a missing reference, a claim never provisioned or an unschedulable
-# pod, a volume held on another node (HS114, HS117, HS115, HS121)
+# pod, an image the kubelet cannot get, a volume held on another node (HS114, HS117, HS115, HS126, HS121)
 # explains the failing hook (HS104) or Job (HS103) it makes fail, a probe delay no wait can
 # outlast (HS122), and a wait that times out rather than failing fast (HS110); HS100 and HS106 explain nothing.
 CAUSE_ORDER = (
-    "HS113", "HS116", "HS120", "HS114", "HS117", "HS115", "HS121", "HS112", "HS101", "HS111", "HS118", "HS105", "HS102",
+    "HS113", "HS116", "HS120", "HS114", "HS117", "HS115", "HS126", "HS121", "HS112", "HS101", "HS111", "HS118", "HS105", "HS102",
     "HS107", "HS108", "HS109", "HS122", "HS110", "HS103", "HS104",
 )
 

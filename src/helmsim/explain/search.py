@@ -44,7 +44,10 @@ SALIENT = (
     "container-exited",
     "condition",
 )
-SALIENT_REASONS = ("BackoffLimitExceeded", "WaitForFirstConsumer", "ProvisioningFailed", "FailedScheduling", "ErrImagePull")
+SALIENT_REASONS = (
+    "BackoffLimitExceeded", "WaitForFirstConsumer", "ProvisioningFailed", "FailedScheduling", "ErrImagePull",
+    "InspectFailed", "ErrImageNeverPull",
+)
 
 
 class Options(Struct, frozen=True):

@@ -26,7 +26,7 @@ from typing import Any
 
 import simpy
 
-from helmsim.cluster import podrefs, running
+from helmsim.cluster import podrefs, registries, running
 from helmsim.cluster.programauth import ProgramAuth
 from helmsim.cluster.controllers.attach import MAX_WAIT_FOR_UNMOUNT, Attachments, Volume, volumes_to_attach
 from helmsim.cluster.controllers.attach import SOURCE as ATTACH_SOURCE
@@ -41,6 +41,7 @@ from helmsim.cluster.engine import Controller, Simulation
 from helmsim.cluster.netstate import network_state
 from helmsim.cluster.profile import addressing_of
 from helmsim.cluster.store import ApiUnreachable, clone, ref_of
+from helmsim.kube import imageref
 from helmsim.kube.gotime import go_duration
 from helmsim.kube.scope import CLUSTER_SCOPED_KINDS
 from helmsim.kube.workloads import POD_KINDS, pod_template
@@ -969,13 +970,34 @@ class PodRuntime:
         """Image pull as kubernetes pkg/kubelet/images/image_manager.go EnsureImageExists does it."""
         image = str(c.get("image") or "")
         name = str(c.get("name"))
+        invalid = imageref.kubelet_error(image)
+        if invalid is not None:
+            # image_manager.go EnsureImageExists: applyDefaultImageTag fails → ErrInvalidImageName;
+            # kuberuntime_container.go startContainer records "Error: InvalidImageName". The pod
+            # worker retries each sync, but nothing rewrites a pod's image: it never starts.
+            self.event("Warning", "InspectFailed", invalid, cause)
+            ev = self.event("Warning", "Failed", "Error: InvalidImageName", cause)
+            st["state"] = {"waiting": {"reason": "InvalidImageName", "message": invalid}}
+            self.push(f"container {name}: InvalidImageName", ev)
+            yield self.sim.env.event()  # never triggered
         policy = c.get("imagePullPolicy") or default_pull_policy(image)
         cache = self.k.images[self.node]
-        if policy == "Never" or (policy == "IfNotPresent" and image in cache):
+        images = self.sim.profile.images
+        present = image in cache or (bool(images.present) and registries.pullable(images.present, image))
+        if policy != "Always" and present:
             self.event(
                 "Normal", "Pulled", f'Container image "{image}" already present on machine', cause
             )
             return
+        if policy == "Never":
+            # image_manager.go EnsureImageExists: ErrImageNeverPull, retried each sync to no avail
+            text = f'Container image "{image}" is not present with pull policy of Never'
+            self.event("Warning", "ErrImageNeverPull", text, cause)
+            ev = self.event("Warning", "Failed", "Error: ErrImageNeverPull", cause)
+            st["state"] = {"waiting": {"reason": "ErrImageNeverPull", "message": text}}
+            self.push(f"container {name}: ErrImageNeverPull", ev)
+            yield self.sim.env.event()  # never triggered
+        gone = self._withdrawn(image, name, cause)
         faults = self.sim.faults
         slower = getattr(faults, "image_pull_delay", None)
         attempt = 0
@@ -986,7 +1008,7 @@ class PodRuntime:
             if slower is not None:
                 took += max(0.0, float(slower(self.store.get("Pod", *self.key) or {}, name, attempt) or 0.0))
             yield self.sim.sleep(took)
-            err = (
+            err = gone or (
                 faults.image_pull_error(self.store.get("Pod", *self.key) or {}, name, attempt)
                 if faults
                 else None
@@ -1021,6 +1043,18 @@ class PodRuntime:
             self.event("Warning", "Failed", "Error: ImagePullBackOff", cause)
             self.push(f"container {name}: ImagePullBackOff")
             yield self.sim.sleep(backoff)
+
+    def _withdrawn(self, image: str, container: str, cause: int | None) -> str | None:
+        """The runtime's error when a public registry withdrew ``image`` and the profile's
+        registries do not serve it (helmsim.cluster.registries); an image helmsim cannot tell
+        about is said once."""
+        verdict = registries.withdrawn(image)
+        if verdict is None or registries.pullable(self.sim.profile.images.pullable, image):
+            return None
+        if verdict.note:
+            running.say_once(self, f"pull {image}", verdict.note, cause, container)
+            return None
+        return verdict.error
 
     def _backoff_limits(self) -> tuple[float, float]:
         p = self.sim.profile

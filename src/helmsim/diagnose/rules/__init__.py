@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from helmsim.diagnose.rules import (
     hooks,
+    images,
     jobs,
     network,
     platform,
@@ -17,4 +18,4 @@ from helmsim.diagnose.rules import (
     upgrade,
 )
 
-__all__ = ["hooks", "jobs", "network", "platform", "pods", "podsecurity", "programs", "quota", "rbac", "releases", "storage", "upgrade"]
+__all__ = ["hooks", "images", "jobs", "network", "platform", "pods", "podsecurity", "programs", "quota", "rbac", "releases", "storage", "upgrade"]
