@@ -61,10 +61,12 @@ def test_the_legacy_copy_is_pulled() -> None:
     assert _events(result, "Pulled")[0].message.startswith('Successfully pulled image "docker.io/bitnamilegacy/nginx:1.29.1-debian-12-r0"')
 
 
-def test_a_tag_bitnami_never_copied_is_not_found_in_the_legacy_repository() -> None:
+def test_a_legacy_tag_bitnami_may_not_have_copied_is_said_not_failed() -> None:
+    """The evidence is mixed (bitnami/containers#86251 against #83640): a note, not a failure."""
     result = simulate_chart(CHART, sets=("image.repository=bitnamilegacy/nginx", "image.tag=1.21.6-debian-10-r0"))
-    assert _outcome(result) == "Stalled"
-    assert any("bitnamilegacy/nginx:1.21.6-debian-10-r0: not found" in e.message for e in _events(result, "Failed"))
+    assert _outcome(result) == "Ready"
+    said = [e.message for e in result.trace if e.what == "behaviour-assumed" and "may be missing" in e.message]
+    assert len(said) == 1 and said[0].startswith("docker.io/bitnamilegacy/nginx:1.21.6-debian-10-r0: assumed pullable")
 
 
 def test_a_mirror_the_profile_names_still_serves_it() -> None:
@@ -125,3 +127,32 @@ def test_hs126_explains_an_invalid_reference() -> None:
     assert "its reference does not parse" in finding.worst.message
     assert "InvalidImageName" in finding.worst.message
     assert finding.fixes[0].summary.startswith("give the container a valid image reference")
+
+
+def test_never_finds_the_image_once_the_node_has_it() -> None:
+    """The kubelet syncs the pod again: an image a sibling container pulled is then present."""
+    sets = ("image.repository=bitnamilegacy/nginx", "image.pullPolicy=Never", "sidecar.enabled=true")
+    result = simulate_chart(CHART, sets=sets)
+    assert _events(result, "ErrImageNeverPull")
+    assert _outcome(result) == "Ready"
+    report = check_chart(CHART, release_name="web", values=("ci/never-with-sidecar-values.yaml",))
+    assert "HS126" not in [f.rule for f in report.findings]
+
+
+def test_an_invalid_image_beside_a_sidecar_that_starts_is_still_found() -> None:
+    report = check_chart(CHART, release_name="web", values=("ci/unset-tag-values.yaml", "ci/sidecar-values.yaml"))
+    (finding,) = [f for f in report.findings if f.rule == "HS126"]
+    assert "its reference does not parse" in finding.worst.message
+
+
+def test_whitespace_around_the_image_is_refused_in_the_pod() -> None:
+    result = simulate_chart(CHART, sets=("image.repository=bitnamilegacy/nginx", "image.tag=1.29.1-debian-12-r0 "))
+    assert _outcome(result) == "Stalled"
+    created = [e.message for e in result.trace if e.what == "event" and e.data.get("reason") == "FailedCreate"]
+    assert created and created[0].endswith(
+        'spec.containers[0].image: Invalid value: "docker.io/bitnamilegacy/nginx:1.29.1-debian-12-r0 ": '
+        "must not have leading or trailing whitespace"
+    )
+    report = check_chart(CHART, release_name="web", values=("ci/spaced-tag-values.yaml",))
+    (finding,) = [f for f in report.findings if f.rule == "HS126"]
+    assert "its pods are never created" in finding.worst.message

@@ -108,7 +108,7 @@ def test_the_reader_answers_every_string(text: str) -> None:
         err = kubelet_error(text)
         # the quoted image is escaped as Go's %q; upstream's lowercase error quotes it raw, as
         # kubelet's Event does (the report's output escapes it: docs/security.md)
-        assert err is not None and err.startswith(f"Failed to apply default image tag {imageref._go_quote(text)}: ")
+        assert err is not None and err.startswith(f"Failed to apply default image tag {imageref.go_quote(text)}: ")
         return
     assert parse(str(ref)) == ref
     assert parse(ref.pulled).name == ref.name

@@ -326,7 +326,9 @@ def test_get_phase_init_failure() -> None:
         ("busybox:1.36", "IfNotPresent"),
         ("reg:5000/app", "Always"),
         ("reg:5000/app:v1", "IfNotPresent"),
-        ("app@sha256:ab", "IfNotPresent"),
+        ("app@sha256:ab", "IfNotPresent"),  # does not parse: ParseImageName's error leaves tag ""
+        ("app@sha256:" + "a" * 64, "IfNotPresent"),
+        ("app:latest@sha256:" + "a" * 64, "Always"),  # the tag is still latest
     ],
 )
 def test_default_pull_policy(image: str, policy: str) -> None:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from helmsim.cluster import registries
 from helmsim.cluster.catalog import image_repository, normalise_pattern
+from helmsim.kube.imageref import parse
 
 
 @pytest.mark.parametrize(
@@ -17,14 +18,14 @@ from helmsim.cluster.catalog import image_repository, normalise_pattern
         "docker.io/bitnami/postgresql:17.6.0-debian-12-r4",
         "bitnami/redis:7.0.11-debian-11-r12",  # bitnami/containers#83267's own example, familiar name
         "index.docker.io/bitnami/kubectl:1.32.3",  # bitnami/containers#88999
-        "docker.io/bitnamilegacy/postgresql:11.14.0-debian-10-r22",  # bitnami/charts#36229
-        "docker.io/bitnamilegacy/redis:6.2.1-debian-10-r36",  # bitnami/containers#86251
+        "registry-1.docker.io/bitnami/etcd:3.5.17",  # Docker Hub's registry host
     ],
 )
 def test_withdrawn_images_fail_with_not_found(image: str) -> None:
     verdict = registries.withdrawn(image)
     assert verdict is not None and verdict.error.endswith(": not found")
-    assert verdict.error.startswith("rpc error: code = NotFound desc = failed to pull and unpack image \"docker.io/")
+    # containerd names the reference normalised (docker.io/…; registry-1.docker.io stays as written)
+    assert verdict.error.startswith(f'rpc error: code = NotFound desc = failed to pull and unpack image "{parse(image).pulled}"')
 
 
 @pytest.mark.parametrize(
@@ -32,6 +33,7 @@ def test_withdrawn_images_fail_with_not_found(image: str) -> None:
     [
         "docker.io/bitnamilegacy/postgresql:17.6.0-debian-12-r4",
         "docker.io/bitnami/sealed-secrets-controller:0.31.0",  # bitnami/sealed-secrets#1790
+        "bitnami/minideb:bookworm",  # bitnami/minideb#196
         "quay.io/bitnami/postgresql:17",  # another registry
         "docker.io/library/postgres:17",
         "ghcr.io/example/bitnami/app:1",
@@ -42,7 +44,17 @@ def test_other_images_are_not_withdrawn(image: str) -> None:
     assert registries.withdrawn(image) is None
 
 
-@pytest.mark.parametrize("image", ["bitnami/kubectl", "bitnami/kubectl:latest", "bitnami/kubectl@sha256:" + "a" * 64])
+@pytest.mark.parametrize(
+    "image",
+    [
+        "bitnami/kubectl",
+        "bitnami/kubectl:latest",
+        "bitnami/kubectl@sha256:" + "a" * 64,
+        # mixed evidence: bitnami/containers#86251 and bitnami/charts#36229 against #83640
+        "docker.io/bitnamilegacy/postgresql:11.14.0-debian-10-r22",
+        "docker.io/bitnamilegacy/redis:6.2.1-debian-10-r36",
+    ],
+)
 def test_what_helmsim_cannot_tell_is_a_note_not_a_failure(image: str) -> None:
     verdict = registries.withdrawn(image)
     assert verdict is not None and not verdict.error and "assumed pullable" in verdict.note
@@ -50,7 +62,7 @@ def test_what_helmsim_cannot_tell_is_a_note_not_a_failure(image: str) -> None:
 
 def test_the_copy_a_withdrawal_left() -> None:
     assert registries.replacement("bitnami/postgresql:17.6.0-debian-12-r4") == "docker.io/bitnamilegacy/postgresql:17.6.0-debian-12-r4"
-    # never copied: no place to send it
+    # perhaps never copied: not proposed
     assert registries.replacement("bitnami/redis:6.2.1-debian-10-r36") is None
     assert registries.replacement("quay.io/jetstack/cert-manager-controller:v1.18.2") is None
 
@@ -67,6 +79,7 @@ def test_the_copy_a_withdrawal_left() -> None:
         (["app:dev"], "app", False),  # app is app:latest
         (["quay.io/*"], "bitnami/postgresql:17", False),
         (["bitnami/*"], "nginx:", False),
+        (["*"], "quay.io/jetstack/cert-manager-controller:v1.18.2", True),
     ],
 )
 def test_profile_patterns(patterns: list[str], image: str, expected: bool) -> None:
@@ -78,6 +91,7 @@ def test_unobtainable_unless_a_mirror_serves_it() -> None:
     assert not registries.unobtainable("bitnami/postgresql:17.6.0-debian-12-r4", ["bitnami/*"])
     assert registries.unobtainable("nginx:", ["*"])
     assert not registries.unobtainable("nginx:1.29", [])
+    assert not registries.unobtainable("bitnami/postgresql:17.6.0-debian-12-r4", [], ["bitnami/postgresql"])
 
 
 @pytest.mark.parametrize(

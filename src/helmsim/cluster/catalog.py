@@ -444,7 +444,8 @@ def normalise_pattern(ref: str) -> str:
     ``nginx`` → ``docker.io/library/nginx`` (a glob in the first component stays as written)."""
     first, sep, rest = ref.partition("/")
     if not sep:
-        return f"docker.io/library/{ref}"
+        # a glob alone (``*``) matches any name, ``/`` included; a bare name is an official image
+        return ref if "*" in ref or "?" in ref else f"docker.io/library/{ref}"
     # distribution/reference normalize.go splitDockerDomain: the first component is a registry when
     # it has a dot or a colon, is "localhost" or has capitals; index.docker.io is docker.io.
     if first == "index.docker.io":

@@ -35,6 +35,8 @@ class Withdrawal(Struct, frozen=True):
     unknown_why: str = ""
     kept: tuple[str, ...] = ()
     """Repositories of the pattern not affected."""
+    removes: bool = True
+    """False: the evidence is mixed, and the tags are only said to be uncertain (``unknown``)."""
     moved_to: str = ""
     """Where the images went, ``{path}`` standing for the repository's path after its namespace."""
 
@@ -53,19 +55,29 @@ WITHDRAWALS: tuple[Withdrawal, ...] = (
             "docker.io/bitnami keeps only the latest tag of the images in Bitnami's free subset "
             "(bitnami/containers#83267); helmsim does not know whether this one is"
         ),
-        # bitnami/sealed-secrets#1790: the Sealed Secrets project publishes its own images there
-        kept=("docker.io/bitnami/sealed-secrets-controller", "docker.io/bitnami/sealed-secrets-kubeseal"),
+        # bitnami/sealed-secrets#1790 and bitnami/minideb#196: Sealed Secrets and minideb are still
+        # released there
+        kept=(
+            "docker.io/bitnami/sealed-secrets-controller",
+            "docker.io/bitnami/sealed-secrets-kubeseal",
+            "docker.io/bitnami/minideb",
+        ),
         moved_to="docker.io/bitnamilegacy/{path}",
     ),
     Withdrawal(
         repositories=("docker.io/bitnamilegacy/*",),
         since="2025-08-28",
-        what=(
-            "Bitnami did not copy images built on distributions it deprecated over three years before "
-            "(debian-8, debian-9, debian-10, centos-7, ol-7) to docker.io/bitnamilegacy"
-        ),
+        what="docker.io/bitnamilegacy is Bitnami's snapshot of its catalog of 2025-08-28",
         source="https://github.com/bitnami/containers/issues/86251",
-        tags=r"(?:.*-)?(?:debian-(?:8|9|10)|centos-7|ol-7)(?:-.*)?",
+        # bitnami/containers#86251 and bitnami/charts#36229: tags of distributions deprecated over
+        # three years before were not copied (or were removed); #83640 shows some that were
+        unknown=r"(?:.*-)?(?:debian-(?:8|9|10)|centos-7|ol-7)(?:-.*)?",
+        unknown_why=(
+            "Bitnami did not copy every tag of distributions it deprecated over three years before (debian-8, "
+            "debian-9, debian-10, centos-7, ol-7) to docker.io/bitnamilegacy (bitnami/containers#86251); this one "
+            "may be missing"
+        ),
+        removes=False,
     ),
 )
 
@@ -96,24 +108,33 @@ def withdrawn(image: str) -> PullVerdict | None:
         ref = parse(image)
     except ImageRefError:
         return None  # the kubelet refuses it before any pull (InvalidImageName)
+    name = _hub(ref.name)
     for w in WITHDRAWALS:
-        if not _matches(w.repositories, ref.name) or ref.name in w.kept:
+        if not _matches(w.repositories, name) or name in w.kept:
             continue
         tag = ref.tag or ("" if ref.digest else "latest")
         if ref.digest:
             return PullVerdict(w, note=f"{image}: assumed pullable by its digest, but {w.what}")
         if w.unknown and re.fullmatch(w.unknown, tag):
             return PullVerdict(w, note=f"{image}: assumed pullable, but {w.unknown_why}")
-        if w.tags and not re.fullmatch(w.tags, tag):
+        if not w.removes or (w.tags and not re.fullmatch(w.tags, tag)):
             continue
         return PullVerdict(w, error=not_found(ref))
     return None
 
 
+def _hub(name: str) -> str:
+    """``registry-1.docker.io/…`` is Docker Hub too (the host docker.io resolves to), though
+    distribution/reference keeps it as written."""
+    return "docker.io/" + name.removeprefix("registry-1.docker.io/") if name.startswith("registry-1.docker.io/") else name
+
+
 def not_found(ref: ImageRef) -> str:
     """containerd's error for a reference its registry does not have (as the kubelet reports
     the CRI's gRPC status: internal/cri/server/images/image_pull.go PullImage, remotes/docker
-    resolver.go Resolve → errdefs.ErrNotFound)."""
+    resolver.go Resolve → errdefs.ErrNotFound). This is the text of the CRI's local pull
+    (containerd 1.7 and 2.0); 2.1's transfer service words it ``failed to resolve image: …: not
+    found``."""
     full = ref.pulled
     return (
         f'rpc error: code = NotFound desc = failed to pull and unpack image "{full}": '
@@ -149,15 +170,20 @@ def pullable(patterns: Sequence[str], image: str) -> bool:
     return False
 
 
-def unobtainable(image: str, pullable_patterns: Sequence[str]) -> bool:
+def unobtainable(image: str, pullable_patterns: Sequence[str], present_patterns: Sequence[str] = ()) -> bool:
     """Whether no node can ever get ``image``: the kubelet cannot parse it, or a public registry
-    withdrew it and the profile's registries do not serve it."""
+    withdrew it and the profile neither serves it (``pullable``) nor preloads it (``present``)."""
     from helmsim.kube.imageref import kubelet_error
 
     if kubelet_error(image) is not None:
         return True
     verdict = withdrawn(image)
-    return verdict is not None and bool(verdict.error) and not pullable(pullable_patterns, image)
+    return (
+        verdict is not None
+        and bool(verdict.error)
+        and not pullable(pullable_patterns, image)
+        and not pullable(present_patterns, image)
+    )
 
 
 __all__ = ["PullVerdict", "WITHDRAWALS", "Withdrawal", "not_found", "pullable", "replacement", "unobtainable", "withdrawn"]

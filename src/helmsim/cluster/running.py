@@ -638,7 +638,7 @@ def note_assumptions(rt: PodRuntime, cause: int | None) -> None:
                 # `kubectl apply -f https://…`: the objects it creates (CRDs) are not in the simulation
                 text = f"container {model.name} of {_workload(rt)} {note.removeprefix('needs ').split(': ', 1)[-1]}"
                 say_once(rt, text, text, cause, model.name)
-        if model.known or not model.image or registries.unobtainable(model.image, rt.sim.profile.images.pullable):
+        if model.known or not model.image or registries.unobtainable(model.image, rt.sim.profile.images.pullable, rt.sim.profile.images.present):
             continue  # nothing is assumed of an image that never runs (helmsim.cluster.registries)
         text = ASSUMED.format(image=model.image)
         peers = [str(n) for n in model.needs if n.kind not in ("dns", "kube-apiserver")]

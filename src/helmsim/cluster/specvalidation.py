@@ -164,6 +164,27 @@ def resource_errors(obj: Mapping[str, Any]) -> list[str]:
     return errors
 
 
+def pod(obj: Mapping[str, Any]) -> list[str]:
+    """A Pod's checks (validation.go validatePodMetadataAndSpec): its pod spec's
+    (:func:`resource_errors`), then validateContainersOnlyForPod: an image with leading or trailing
+    whitespace is refused in a pod (not in a template, where a controller then fails to create
+    its pods: ``FailedCreate``)."""
+    from helmsim.kube.imageref import go_quote
+
+    errors = resource_errors(obj)
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    for field in ("containers", "initContainers"):
+        found = spec.get(field)
+        for i, c in enumerate(found if isinstance(found, list) else ()):
+            image = c.get("image") if isinstance(c, Mapping) else None
+            if isinstance(image, str) and image != image.strip():
+                errors.append(
+                    f"spec.{field}[{i}].image: Invalid value: {go_quote(image)}: must not have leading or trailing whitespace"
+                )
+    return errors
+
+
 def persistent_volume_claim(obj: Mapping[str, Any]) -> list[str]:
     """pkg/apis/core/validation/validation.go ValidatePersistentVolumeClaimSpec: at least one
     access mode, and a storage request (checked before any admission plugin, LimitRanger's
@@ -185,8 +206,9 @@ VALIDATORS: dict[tuple[str, str], Callable[[Mapping[str, Any]], list[str]]] = {
     ("policy", "PodDisruptionBudget"): pod_disruption_budget,
     ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler,
     ("", "Namespace"): _namespace,
+    ("", "Pod"): pod,
     **{(g, k): resource_errors for g, k in (
-        ("", "Pod"), ("", "PodTemplate"), ("", "ReplicationController"), ("apps", "ReplicaSet"), ("apps", "Deployment"),
+        ("", "PodTemplate"), ("", "ReplicationController"), ("apps", "ReplicaSet"), ("apps", "Deployment"),
         ("apps", "DaemonSet"), ("batch", "Job"), ("batch", "CronJob"),
     )},
 }

@@ -26,9 +26,10 @@ _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*[:][0-9a-fA-F]{32
 _PATH_COMPONENT = rf"{_ALNUM}(?:{_SEPARATOR}{_ALNUM})*"
 _REMOTE_NAME = rf"{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
 _NAME = rf"(?:{_DOMAIN_AND_PORT}/)?{_REMOTE_NAME}"
-_REFERENCE = re.compile(rf"^({_NAME})(?::({_TAG}))?(?:@({_DIGEST}))?$", re.ASCII)
-_ANCHORED_NAME = re.compile(rf"^(?:({_DOMAIN_AND_PORT})/)?({_REMOTE_NAME})$", re.ASCII)
-_IDENTIFIER = re.compile(r"^[a-f0-9]{64}$")
+_REFERENCE = re.compile(rf"({_NAME})(?::({_TAG}))?(?:@({_DIGEST}))?", re.ASCII)
+_ANCHORED_NAME = re.compile(rf"(?:({_DOMAIN_AND_PORT})/)?({_REMOTE_NAME})", re.ASCII)
+# anchored by fullmatch: Go's $ is the end of the text, Python's also before a final newline
+_IDENTIFIER = re.compile(r"[a-f0-9]{64}")
 
 NAME_TOTAL_LENGTH_MAX = 255
 """reference.go RepositoryNameTotalLengthMax: the longest repository path."""
@@ -40,7 +41,7 @@ _OFFICIAL_PREFIX = "library/"
 # github.com/opencontainers/go-digest algorithm.go: the algorithms the kubelet links (crypto/sha256,
 # crypto/sha512) and the length of their hex encoding.
 _DIGEST_HEX_LENGTH = {"sha256": 64, "sha384": 96, "sha512": 128}
-_DIGEST_ANCHORED = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$")
+_DIGEST_ANCHORED = re.compile(r"[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+")
 
 
 class ImageRefError(ValueError):
@@ -103,7 +104,7 @@ def _check_digest(text: str, algorithms: frozenset[str]) -> None:
         raise ImageRefError("invalid checksum digest format")
     size = _DIGEST_HEX_LENGTH.get(algorithm) if algorithm in algorithms else None
     if size is None:
-        if not _DIGEST_ANCHORED.match(text):
+        if not _DIGEST_ANCHORED.fullmatch(text):
             raise ImageRefError("invalid checksum digest format")
         raise ImageRefError("unsupported digest algorithm")
     if len(encoded) != size:
@@ -119,7 +120,7 @@ KUBELET_ALGORITHMS = frozenset(_DIGEST_HEX_LENGTH)
 @lru_cache(maxsize=8192)  # pure; asked for each container of each pod of each run
 def parse(image: str, algorithms: frozenset[str] = KUBELET_ALGORITHMS) -> ImageRef:
     """normalize.go ParseNormalizedNamed: ``image`` as the kubelet reads it."""
-    if _IDENTIFIER.match(image):
+    if _IDENTIFIER.fullmatch(image):
         raise ImageRefError(f"invalid repository name ({image}), cannot specify 64-byte hexadecimal strings")
     domain, remainder = _split_domain(image)
     remote = remainder.split(":", 1)[0]
@@ -132,14 +133,14 @@ def parse_reference(text: str, algorithms: frozenset[str] = KUBELET_ALGORITHMS) 
     """reference.go Parse: ``text`` as written, not normalised (``domain`` empty when it has none)."""
     if not text:
         raise ImageRefError("repository name must have at least one component")
-    matched = _REFERENCE.match(text)
+    matched = _REFERENCE.fullmatch(text)
     if matched is None:
         lowered = text.lower()
-        if lowered != text and _REFERENCE.match(lowered):
+        if lowered != text and _REFERENCE.fullmatch(lowered):
             raise ImageRefError("repository name must be lowercase")
         raise ImageRefError("invalid reference format")
     name, tag, digest = matched.group(1), matched.group(2) or "", matched.group(3) or ""
-    named = _ANCHORED_NAME.match(name)
+    named = _ANCHORED_NAME.fullmatch(name)
     domain, path = (named.group(1) or "", named.group(2)) if named else ("", name)
     if len(path) > NAME_TOTAL_LENGTH_MAX:
         raise ImageRefError(f"repository name must not be more than {NAME_TOTAL_LENGTH_MAX} characters")
@@ -155,7 +156,7 @@ def kubelet_error(image: str) -> str | None:
     try:
         parse(image)
     except ImageRefError as err:
-        q = _go_quote(image)
+        q = go_quote(image)
         return f"Failed to apply default image tag {q}: couldn't parse image name {q}: {err}"
     return None
 
@@ -163,7 +164,7 @@ def kubelet_error(image: str) -> str | None:
 _GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\"}
 
 
-def _go_quote(text: str) -> str:
+def go_quote(text: str) -> str:
     """Go's ``%q`` of a string (strconv.Quote): the escapes Go writes, other control and
     non-printable characters as ``\\xNN`` (ASCII) or ``\\uNNNN``."""
     out = ['"']
@@ -182,4 +183,4 @@ def _go_quote(text: str) -> str:
     return "".join(out)
 
 
-__all__ = ["DEFAULT_DOMAIN", "KUBELET_ALGORITHMS", "ImageRef", "ImageRefError", "kubelet_error", "parse", "parse_reference"]
+__all__ = ["DEFAULT_DOMAIN", "KUBELET_ALGORITHMS", "ImageRef", "ImageRefError", "kubelet_error", "go_quote", "parse", "parse_reference"]

@@ -104,13 +104,23 @@ TAINT_EVICTION_CONDITION = {
 
 
 def default_pull_policy(image: str) -> str:
-    """k8s.io/kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Container: Always for
-    ``:latest`` or an untagged image, else IfNotPresent."""
-    if "@" in image:
-        return "IfNotPresent"
-    last = image.rsplit("/", 1)[-1]
-    tag = last.split(":", 1)[1] if ":" in last else ""
-    return "Always" if tag in ("", "latest") else "IfNotPresent"
+    """k8s.io/kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Container: Always when the
+    tag is ``latest`` (pkg/util/parsers ParseImageName: an image with neither tag nor digest has
+    tag ``latest``; ``x:latest@sha256:…`` keeps it), else IfNotPresent."""
+    try:
+        ref = imageref.parse(image)
+    except imageref.ImageRefError:
+        return "IfNotPresent"  # the parse error is ignored there: tag ""
+    tag = ref.tag or ("" if ref.digest else "latest")
+    return "Always" if tag == "latest" else "IfNotPresent"
+
+
+def _image_key(image: str) -> str:
+    """The reference the runtime stores an image under (its normalised pulled form)."""
+    try:
+        return imageref.parse(image).pulled
+    except imageref.ImageRefError:
+        return image
 
 
 def get_phase(
@@ -982,21 +992,25 @@ class PodRuntime:
             yield self.sim.env.event()  # never triggered
         policy = c.get("imagePullPolicy") or default_pull_policy(image)
         cache = self.k.images[self.node]
-        images = self.sim.profile.images
-        present = image in cache or (bool(images.present) and registries.pullable(images.present, image))
-        if policy != "Always" and present:
+        if policy != "Always" and self._present(image):
             self.event(
                 "Normal", "Pulled", f'Container image "{image}" already present on machine', cause
             )
             return
         if policy == "Never":
-            # image_manager.go EnsureImageExists: ErrImageNeverPull, retried each sync to no avail
+            # image_manager.go EnsureImageExists: ErrImageNeverPull; the pod worker syncs again and
+            # finds the image once another pod (or a sibling container) has pulled it onto the node
             text = f'Container image "{image}" is not present with pull policy of Never'
             self.event("Warning", "ErrImageNeverPull", text, cause)
             ev = self.event("Warning", "Failed", "Error: ErrImageNeverPull", cause)
             st["state"] = {"waiting": {"reason": "ErrImageNeverPull", "message": text}}
             self.push(f"container {name}: ErrImageNeverPull", ev)
-            yield self.sim.env.event()  # never triggered
+            while not self._present(image):
+                yield self.sim.sleep(POD_SYNC_BACKOFF)
+                if self.stopped:
+                    return
+            self.event("Normal", "Pulled", f'Container image "{image}" already present on machine', cause)
+            return
         gone = self._withdrawn(image, name, cause)
         faults = self.sim.faults
         slower = getattr(faults, "image_pull_delay", None)
@@ -1016,6 +1030,7 @@ class PodRuntime:
             attempt += 1
             if not err:
                 cache.add(image)
+                cache.add(_image_key(image))
                 # 1.30+ appends "Image size: N bytes."; the simulator knows no sizes and omits it.
                 self.event(
                     "Normal",
@@ -1043,6 +1058,16 @@ class PodRuntime:
             self.event("Warning", "Failed", "Error: ImagePullBackOff", cause)
             self.push(f"container {name}: ImagePullBackOff")
             yield self.sim.sleep(backoff)
+
+    def _present(self, image: str) -> bool:
+        """Whether the node holds ``image``: pulled before (by its written or its normalised
+        reference: ``nginx:1.25`` is ``docker.io/library/nginx:1.25``) or preloaded by the
+        profile's ``images.present``."""
+        cache = self.k.images[self.node]
+        if image in cache or _image_key(image) in cache:
+            return True
+        present = self.sim.profile.images.present
+        return bool(present) and registries.pullable(present, image)
 
     def _withdrawn(self, image: str, container: str, cause: int | None) -> str | None:
         """The runtime's error when a public registry withdrew ``image`` and the profile's

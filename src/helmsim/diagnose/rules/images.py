@@ -10,13 +10,15 @@ HS126 image-unpullable
     withdrawal says so.
 
 Evidence is the kubelet's Events: ``InspectFailed``, ``Failed`` "Failed to pull image …" and
-``ErrImageNeverPull``, for pods no container of which started afterwards. Pulls a scenario's
-fault injection fails are left out (the scenario asked for them).
+``ErrImageNeverPull``, for containers of that image that did not start afterwards, and the
+controllers' ``FailedCreate`` when the API server refuses pods whose image has leading or
+trailing whitespace (validation.go validateContainersOnlyForPod).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from helmsim.cluster import registries
 from helmsim.diagnose import fixes
@@ -46,6 +48,8 @@ def _withdrawn(image: str) -> bool:
 
 
 def _fix(kind: str, image: str, owner: str) -> list[Fix]:
+    if kind == "Invalid":
+        return [Fix(f"remove the whitespace around the image reference {image!r} (a values string with a stray space or newline)")]
     if kind == "InvalidImageName":
         return [Fix(
             f"give the container a valid image reference (repository[:tag][@digest], lowercase): {image!r} does not "
@@ -63,8 +67,9 @@ def _fix(kind: str, image: str, owner: str) -> list[Fix]:
     out = []
     if moved is not None:
         out.append(Fix(
-            f"pull {moved} instead (the snapshot the withdrawal left, which gets no updates; in a Bitnami chart "
-            "set the image's repository value to bitnamilegacy/…), or an image you build or mirror yourself",
+            f"pull {moved} instead (the snapshot the withdrawal left, which gets no updates and which Broadcom calls "
+            "temporary; in a Bitnami chart set the image's repository value to bitnamilegacy/…), or better an image you "
+            "build or mirror yourself",
             fixes.key("image", owner, image, moved),
         ))
     out.append(Fix(
@@ -80,34 +85,64 @@ def _fix(kind: str, image: str, owner: str) -> list[Fix]:
     "Pods never start because the kubelet cannot get an image: the reference does not parse, its registry withdrew it, or it is not on the node under pull policy Never",
 )
 def image_unpullable(run: ProfileRun) -> list[Candidate]:
-    started: dict[str, float] = {}
+    started: dict[tuple[str, str], float] = {}  # (pod, container) → when it last started
     for e in run.events(what="event"):
-        if e.data.get("reason") == "Started":
-            started[e.obj] = max(started.get(e.obj, -1.0), e.time)
+        if e.data.get("reason") == "Started" and e.message.startswith("Started container "):
+            key = (e.obj, e.message.removeprefix("Started container "))
+            started[key] = max(started.get(key, -1.0), e.time)
     seen: set[tuple[str, str]] = set()
     out: list[Candidate] = []
     for ev in run.events(what="event"):
-        if not ev.obj.startswith("Pod/") or started.get(ev.obj, -1.0) >= ev.time:
+        reason = str(ev.data.get("reason") or "")
+        if reason == "FailedCreate" and _WHITESPACE in ev.message:
+            failure: tuple[str, str] | None = (_spaced_image(ev.message), "Invalid")
+            owner = run.release_object_of(ev) or run.owner_of_pod(ev.obj) or ev.obj
+        elif ev.obj.startswith("Pod/"):
+            failure = _image_failure(ev.message, reason)
+            owner = run.owner_of_pod(ev.obj) or ev.obj
+        else:
             continue
-        failure = _image_failure(ev.message, str(ev.data.get("reason") or ""))
-        if failure is None:
+        if failure is None or (owner, failure[0]) in seen:
             continue
         image, kind = failure
-        owner = run.owner_of_pod(ev.obj) or ev.obj
-        if (owner, image) in seen:
-            continue
-        seen.add((owner, image))
         located = run.resource(owner)
         if located is None:
             continue
-        hr_ref, _res = located
+        hr_ref, res = located
+        if kind != "Invalid" and _started_since(run, ev, res.body, image, started):
+            continue  # the node got it after all (another pod pulled it)
+        seen.add((owner, image))
         why = {
+            "Invalid": "the API server refuses its pods: the image has leading or trailing whitespace",
             "InvalidImageName": "its reference does not parse",
             "ErrImageNeverPull": "it is not on the node and the pull policy is Never",
             "ErrImagePull": "its registry no longer has it",
         }[kind]
         verdict = registries.withdrawn(image) if kind == "ErrImagePull" else None
         what = f" ({verdict.withdrawal.what}, {verdict.withdrawal.source})" if verdict is not None else ""
-        msg = f"{owner}: its pods never start: the kubelet cannot get image {image}: {why}{what} ({kind}: {ev.message})"
+        msg = f"{owner}: its pods never start: the kubelet cannot get image {image!r}: {why}{what} ({kind}: {ev.message})"
+        if kind == "Invalid":
+            msg = f"{owner}: its pods are never created: {why} ({ev.message})"
         out.append(run.refusal_candidate("HS126", hr_ref, owner, ev, ev.message, msg, _fix(kind, image, owner)))
     return out
+
+
+_WHITESPACE = "must not have leading or trailing whitespace"
+_SPACED = re.compile(r'image: Invalid value: "(?P<image>(?:[^"\\]|\\.)*)": must not have leading or trailing whitespace')
+
+
+def _spaced_image(message: str) -> str:
+    m = _SPACED.search(message)
+    return m.group("image") if m else ""
+
+
+def _started_since(run: ProfileRun, ev: Any, body: dict[str, Any], image: str, started: dict[tuple[str, str], float]) -> bool:
+    """Whether every container of the failing pod that runs ``image`` started after ``ev``."""
+    spec = fixes.pod_spec(body) or {}
+    names = [
+        str(c.get("name"))
+        for field in ("initContainers", "containers")
+        for c in spec.get(field) or ()
+        if isinstance(c, dict) and c.get("image") == image
+    ]
+    return bool(names) and all(started.get((ev.obj, n), -1.0) > ev.time for n in names)
