@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helmsim.cluster import registries
-from helmsim.cluster.catalog import image_repository, normalise_pattern
-from helmsim.kube.imageref import parse
+from helmsim.cluster.catalog import image_repository
+from helmsim.kube.imageref import normalise_pattern, parse
 
 
 @pytest.mark.parametrize(

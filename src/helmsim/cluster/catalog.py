@@ -416,7 +416,7 @@ def _in_order(patterns: Sequence[str], argv: Sequence[str]) -> bool:
 
 @lru_cache(maxsize=4096)
 def _image_matcher(pattern: str) -> wildcard.Matcher:
-    return wildcard.matcher(normalise_pattern(pattern))
+    return wildcard.matcher(imageref.normalise_pattern(pattern))
 
 
 @lru_cache(maxsize=4096)  # pure; asked for every catalog entry of every container of every run
@@ -435,26 +435,7 @@ def image_repository(image: str) -> str:
         last = ref.rsplit("/", 1)
         if ":" in last[-1]:
             ref = ref[: len(ref) - len(last[-1]) + last[-1].index(":")]
-        return normalise_pattern(ref)
-
-
-@lru_cache(maxsize=4096)
-def normalise_pattern(ref: str) -> str:
-    """An image pattern normalised as a name: ``bitnami/*`` → ``docker.io/bitnami/*``,
-    ``nginx`` → ``docker.io/library/nginx`` (a glob in the first component stays as written)."""
-    first, sep, rest = ref.partition("/")
-    if not sep:
-        # a glob alone (``*``) matches any name, ``/`` included; a bare name is an official image
-        return ref if "*" in ref or "?" in ref else f"docker.io/library/{ref}"
-    # distribution/reference normalize.go splitDockerDomain: the first component is a registry when
-    # it has a dot or a colon, is "localhost" or has capitals; index.docker.io is docker.io.
-    if first == "index.docker.io":
-        first, ref = "docker.io", f"docker.io/{rest}"
-    if first == "docker.io":
-        return ref if "/" in rest or "*" in rest or "?" in rest else f"docker.io/library/{rest}"
-    if "." in first or ":" in first or first == "localhost" or first.lower() != first or "*" in first or "?" in first:
-        return ref
-    return f"docker.io/{ref}"
+        return imageref.normalise_pattern(ref)
 
 
 # --- loading --------------------------------------------------------------------------------------
@@ -605,7 +586,6 @@ __all__ = [
     "catalog_entries",
     "catalog_json_schema",
     "image_repository",
-    "normalise_pattern",
     "ordered",
     "parse_catalog_document",
     "validate_entries",

@@ -17,7 +17,7 @@ from functools import lru_cache
 from msgspec import Struct
 
 from helmsim import wildcard
-from helmsim.kube.imageref import ImageRef, ImageRefError, parse
+from helmsim.kube.imageref import ImageRef, ImageRefError, normalise_pattern, parse
 
 
 class Withdrawal(Struct, frozen=True):
@@ -94,13 +94,6 @@ def _matches(patterns: Sequence[str], name: str) -> bool:
     return any(wildcard.matcher(p)(name) for p in patterns)
 
 
-def _name_of(pattern: str) -> str:
-    """A profile's pattern normalised as an image name (``bitnami/*`` → ``docker.io/bitnami/*``)."""
-    from helmsim.cluster.catalog import normalise_pattern
-
-    return normalise_pattern(pattern)
-
-
 @lru_cache(maxsize=4096)
 def withdrawn(image: str) -> PullVerdict | None:
     """The public withdrawal that makes pulling ``image`` fail or uncertain, if one does."""
@@ -165,7 +158,7 @@ def pullable(patterns: Sequence[str], image: str) -> bool:
     for p in patterns:
         # a pattern with a tag (``app:dev``, ``bitnami/*:17.*``) matches the reference pulled
         tagged = ":" in p.rsplit("/", 1)[-1] or "@" in p
-        if wildcard.matcher(_name_of(p))(ref.pulled if tagged else ref.name):
+        if wildcard.matcher(normalise_pattern(p))(ref.pulled if tagged else ref.name):
             return True
     return False
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from helmsim.cluster.controllers.kubelet import Kubelet
+from helmsim.cluster.controllers.kubelet import Kubelet, image_key
 from helmsim.cluster.engine import Simulation
 from helmsim.cluster.latency import Constant, Empirical, LogNormal, Uniform, fixed
 from helmsim.cluster.profile import ClusterProfile
@@ -69,7 +69,7 @@ def warm_images(sim: Simulation) -> None:
         if isinstance(value, dict):
             for k, v in value.items():
                 if k == "image" and isinstance(v, str):
-                    images.add(v)
+                    images.add(image_key(v))  # the kubelet's cache holds normalised references
                 else:
                     walk(v)
         elif isinstance(value, list):

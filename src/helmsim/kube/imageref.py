@@ -149,6 +149,25 @@ def parse_reference(text: str, algorithms: frozenset[str] = KUBELET_ALGORITHMS) 
     return ImageRef(domain, path, tag, digest)
 
 
+@lru_cache(maxsize=4096)
+def normalise_pattern(ref: str) -> str:
+    """An image pattern normalised as a name: ``bitnami/*`` → ``docker.io/bitnami/*``,
+    ``nginx`` → ``docker.io/library/nginx`` (a glob in the first component stays as written)."""
+    first, sep, rest = ref.partition("/")
+    if not sep:
+        # a glob alone (``*``) matches any name, ``/`` included; a bare name is an official image
+        return ref if "*" in ref or "?" in ref else f"docker.io/library/{ref}"
+    # distribution/reference normalize.go splitDockerDomain: the first component is a registry when
+    # it has a dot or a colon, is "localhost" or has capitals; index.docker.io is docker.io.
+    if first == "index.docker.io":
+        first, ref = "docker.io", f"docker.io/{rest}"
+    if first == "docker.io":
+        return ref if "/" in rest or "*" in rest or "?" in rest else f"docker.io/library/{rest}"
+    if "." in first or ":" in first or first == "localhost" or first.lower() != first or "*" in first or "?" in first:
+        return ref
+    return f"docker.io/{ref}"
+
+
 def kubelet_error(image: str) -> str | None:
     """The kubelet's text when it cannot parse ``image`` (container state ``InvalidImageName``),
     None when it can (pkg/kubelet/images/image_manager.go EnsureImageExists, pkg/util/parsers
@@ -183,4 +202,4 @@ def go_quote(text: str) -> str:
     return "".join(out)
 
 
-__all__ = ["DEFAULT_DOMAIN", "KUBELET_ALGORITHMS", "ImageRef", "ImageRefError", "kubelet_error", "go_quote", "parse", "parse_reference"]
+__all__ = ["DEFAULT_DOMAIN", "KUBELET_ALGORITHMS", "ImageRef", "ImageRefError", "kubelet_error", "go_quote", "normalise_pattern", "parse", "parse_reference"]

@@ -115,7 +115,7 @@ def default_pull_policy(image: str) -> str:
     return "Always" if tag == "latest" else "IfNotPresent"
 
 
-def _image_key(image: str) -> str:
+def image_key(image: str) -> str:
     """The reference the runtime stores an image under (its normalised pulled form)."""
     try:
         return imageref.parse(image).pulled
@@ -1029,8 +1029,7 @@ class PodRuntime:
             )
             attempt += 1
             if not err:
-                cache.add(image)
-                cache.add(_image_key(image))
+                cache.add(image_key(image))
                 # 1.30+ appends "Image size: N bytes."; the simulator knows no sizes and omits it.
                 self.event(
                     "Normal",
@@ -1060,11 +1059,10 @@ class PodRuntime:
             yield self.sim.sleep(backoff)
 
     def _present(self, image: str) -> bool:
-        """Whether the node holds ``image``: pulled before (by its written or its normalised
-        reference: ``nginx:1.25`` is ``docker.io/library/nginx:1.25``) or preloaded by the
-        profile's ``images.present``."""
-        cache = self.k.images[self.node]
-        if image in cache or _image_key(image) in cache:
+        """Whether the node holds ``image``: pulled before (the cache holds normalised references:
+        ``nginx:1.25`` is ``docker.io/library/nginx:1.25``) or preloaded by the profile's
+        ``images.present``."""
+        if image_key(image) in self.k.images[self.node]:
             return True
         present = self.sim.profile.images.present
         return bool(present) and registries.pullable(present, image)
